@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "corehint/log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+/* The one piece of process-wide state in the library: where log lines go. */
+static struct {
+    const char *ident;
+    enum log_level max;
+    bool syslog;
+} log_cfg = {"corehint", LOG_LVL_INFO, false};
+
+static const char *const names[] = {"error", "warning", "info", "debug"};
+
+void log_init(const char *ident, enum log_level max, bool use_syslog)
+{
+    log_cfg.ident = ident;
+    log_cfg.max = max;
+    log_cfg.syslog = use_syslog;
+    if (use_syslog)
+        openlog(ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+}
+
+void log_set_level(enum log_level max)
+{
+    log_cfg.max = max;
+}
+
+enum log_level log_get_level(void)
+{
+    return log_cfg.max;
+}
+
+int log_level_parse(const char *name, enum log_level *out)
+{
+    for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (strcmp(name, names[i]) == 0) {
+            *out = (enum log_level)i;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+const char *log_level_name(enum log_level l)
+{
+    return (unsigned)l < sizeof(names) / sizeof(names[0]) ? names[l] : "?";
+}
+
+bool log_enabled(enum log_level l)
+{
+    return l <= log_cfg.max;
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+    static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
+    va_list ap;
+
+    if (!log_enabled(level))
+        return;
+    va_start(ap, fmt);
+    if (log_cfg.syslog) {
+        vsyslog(prio[level], fmt, ap);
+    } else {
+        struct timespec ts;
+        struct tm tm;
+        char stamp[32];
+        char line[1024];
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        gmtime_r(&ts.tv_sec, &tm);
+        strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+        vsnprintf(line, sizeof(line), fmt, ap);
+        /* One fprintf per line so that concurrent writers do not interleave mid-line. */
+        fprintf(stderr, "%s.%03ldZ %s[%s]: %s\n", stamp, ts.tv_nsec / 1000000L, log_cfg.ident,
+                names[level], line);
+    }
+    va_end(ap);
+}
+
+void log_finalise(void)
+{
+    if (log_cfg.syslog)
+        closelog();
+    fflush(stderr);
+}

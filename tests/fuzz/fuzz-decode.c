@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Any bytes into the message decoder; an accepted message must encode, and that encoding must
+ * decode to a message that encodes identically. */
+#include <stdint.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "corehint/proto.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static struct ch_msg m, m2;
+    static char out[CH_LINE_MAX], out2[CH_LINE_MAX];
+    struct ch_decode_info info;
+
+    if (ch_decode((const char *)data, size, &m, &info) < 0) {
+        if (info.err == CH_DEC_OK || !ch_decode_err_code(info.err))
+            abort();
+        return 0;
+    }
+    int len = ch_encode(&m, out, sizeof(out));
+    if (len == -ENOSPC) /* unknown fields dropped, but canonical cpulists can be longer */
+        return 0;
+    if (len <= 0 || ch_decode(out, (size_t)len - 1, &m2, NULL) < 0)
+        abort();
+    if (ch_encode(&m2, out2, sizeof(out2)) != len || memcmp(out, out2, (size_t)len) != 0)
+        abort();
+    return 0;
+}
