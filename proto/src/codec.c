@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Messages are flat objects; anything deeper than this is hostile. */
-#define JSON_DEPTH 4
+/* Messages are flat objects; PROTOCOL.md allows nesting to this depth for extensions. */
+#define MAX_NESTING 3
+/* json-c's own limit, a backstop behind lex(), which enforces MAX_NESTING exactly. */
+#define JSON_DEPTH 8
 
 static void json_put(json_object **o)
 {
@@ -248,12 +250,14 @@ static bool json_space(char c)
 
 /*
  * What json-c's strict mode still lets through: single-quoted strings and integer literals too
- * large for uint64_t (saturated).  Outside strings only JSON's own characters may appear.
+ * large for uint64_t (saturated).  Outside strings only JSON's own characters may appear, and
+ * objects and arrays nest at most MAX_NESTING deep.
  */
 static bool lex(const char *s, size_t len, bool *overflow)
 {
     static const char outside[] = "{}[]:,-+.eE0123456789truefalsn \t\r\n";
     bool in_str = false, esc = false;
+    int depth = 0;
 
     *overflow = false;
     for (size_t i = 0; i < len; i++) {
@@ -274,6 +278,10 @@ static bool lex(const char *s, size_t len, bool *overflow)
         }
         if (!strchr(outside, c))
             return false;
+        if ((c == '{' || c == '[') && ++depth > MAX_NESTING)
+            return false;
+        if (c == '}' || c == ']')
+            depth--;
         if (c >= '0' && c <= '9') {
             size_t j = i;
             while (j < len && s[j] >= '0' && s[j] <= '9')

@@ -14,6 +14,7 @@ static const char *const accept[] = {
     "{\"v\":1,\"type\":\"hint\",\"seq\":5,\"cpus\":\"0,2\",\"lease_ms\":600000,\"reason\":\"contended\"}",
     "{\"type\":\"hint\",\"lease_ms\":3000,\"cpus\":\"0-1\",\"seq\":2,\"v\":1}", /* any key order */
     "{\"v\":1,\"type\":\"hint\",\"seq\":1,\"cpus\":\"0\",\"lease_ms\":100,\"future\":{\"a\":[1]}}",
+    "{\"v\":1,\"type\":\"hint\",\"seq\":1,\"cpus\":\"0\",\"lease_ms\":100,\"x\":\"{{{[[[\"}",
     "{\"v\":1,\"type\":\"status\",\"seq\":0,\"applied\":\"\",\"mode\":\"unsupported\",\"steal_pct_x100\":0}",
     "{\"v\":1,\"type\":\"status\",\"seq\":7,\"applied\":\"0-1\",\"mode\":\"host\",\"steal_pct_x100\":10000}",
     "{\"v\":1,\"type\":\"status\",\"seq\":7,\"applied\":\"0-1\",\"mode\":\"fallback\",\"steal_pct_x100\":512}",
@@ -35,6 +36,8 @@ static const struct {
     {"{\"v\":1,}", CH_DEC_BAD_JSON, NULL, 0},
     {"{\"v\":1,\"type\":\"error\",\"seq\":0,\"code\":\"x\",\"message\":\"\xff\xfe\"}", CH_DEC_BAD_JSON, NULL, 0},
     {"{\"a\":{\"b\":{\"c\":{\"d\":{\"e\":1}}}}}", CH_DEC_BAD_JSON, NULL, 0}, /* too deep */
+    {"{\"v\":1,\"type\":\"hint\",\"x\":{\"y\":{\"z\":{}}}}", CH_DEC_BAD_JSON, NULL, 0},
+    {"{\"v\":1,\"type\":\"hint\",\"x\":[[1]],\"y\":[[[2]]]}", CH_DEC_BAD_JSON, NULL, 0},
     {"[1,2]", CH_DEC_NOT_OBJECT, NULL, 0},
     {"\"hint\"", CH_DEC_NOT_OBJECT, NULL, 0},
     {"{\"type\":\"hint\"}", CH_DEC_BAD_VERSION, "v", 0},
