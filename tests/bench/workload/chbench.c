@@ -86,37 +86,37 @@ static void *receiver(void *arg)
 
 static int run_msg(unsigned groups, unsigned fds, unsigned loops)
 {
-    unsigned n = groups * fds;
+    size_t n = (size_t)groups * fds;
     pthread_t *th = calloc(2 * n, sizeof(*th));
     struct pipe_end *rx = calloc(n, sizeof(*rx)), *tx = calloc(n, sizeof(*tx));
     int *wfd = calloc(n, sizeof(*wfd));
 
     if (!th || !rx || !tx || !wfd)
         die("calloc");
-    for (unsigned i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         int p[2];
         if (pipe(p) < 0)
             die("pipe");
         rx[i] = (struct pipe_end){.fd = p[0], .loops = loops, .peers = fds};
         wfd[i] = p[1];
     }
-    for (unsigned g = 0; g < groups; g++)
-        for (unsigned s = 0; s < fds; s++)
+    for (size_t g = 0; g < groups; g++)
+        for (size_t s = 0; s < fds; s++)
             tx[g * fds + s] = (struct pipe_end){.loops = loops, .out = wfd + g * fds, .nout = fds};
 
     double t0 = now();
-    for (unsigned i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++)
         if (pthread_create(&th[i], NULL, receiver, &rx[i]) != 0)
             die("pthread_create");
-    for (unsigned i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++)
         if (pthread_create(&th[n + i], NULL, sender, &tx[i]) != 0)
             die("pthread_create");
-    for (unsigned i = 0; i < 2 * n; i++)
+    for (size_t i = 0; i < 2 * n; i++)
         pthread_join(th[i], NULL);
     double t = now() - t0;
 
     printf("CHBENCH msg groups=%u fds=%u loops=%u seconds=%.3f\n", groups, fds, loops, t);
-    for (unsigned i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         close(rx[i].fd);
         close(wfd[i]);
     }
