@@ -1,0 +1,404 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "collect.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <libvirt/virterror.h>
+
+#include "conn.h"
+#include "corehint/log.h"
+#include "domxml.h"
+
+#define XML_REFRESH_SAMPLES 60
+
+struct xml_entry {
+    char uuid[SNAP_UUID_LEN + 1];
+    struct dx_info info;
+    unsigned age;
+    bool stale;
+};
+
+struct collector {
+    char proc_root[256];
+    struct xml_entry *cache; /* sorted by uuid */
+    unsigned ncache;
+    bool all_stale;
+};
+
+struct collector *col_new(const char *proc_root)
+{
+    struct collector *col = calloc(1, sizeof(*col));
+
+    if (col)
+        snprintf(col->proc_root, sizeof(col->proc_root), "%s", proc_root);
+    return col;
+}
+
+void col_free(struct collector *col)
+{
+    if (!col)
+        return;
+    free(col->cache);
+    free(col);
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+    return strcmp(((const struct xml_entry *)a)->uuid, ((const struct xml_entry *)b)->uuid);
+}
+
+static struct xml_entry *cache_find(struct collector *col, const char *uuid)
+{
+    struct xml_entry key;
+
+    if (!col->ncache)
+        return NULL;
+    snprintf(key.uuid, sizeof(key.uuid), "%s", uuid);
+    return bsearch(&key, col->cache, col->ncache, sizeof(key), cmp_entry);
+}
+
+void col_invalidate(struct collector *col, const char *uuid)
+{
+    struct xml_entry *e;
+
+    if (!uuid)
+        col->all_stale = true;
+    else if ((e = cache_find(col, uuid)))
+        e->stale = true;
+}
+
+/* Topology, shares and channel from the live XML, cached between samples. */
+static void dom_xml(struct collector *col, virDomainPtr dom, struct snap_dom *d)
+{
+    struct xml_entry *e = cache_find(col, d->uuid);
+    struct dx_info info;
+    char *xml;
+
+    if (e && !e->stale && !col->all_stale && e->age < XML_REFRESH_SAMPLES) {
+        info = e->info;
+    } else if ((xml = virDomainGetXMLDesc(dom, 0))) {
+        if (dx_parse(xml, strlen(xml), &info) < 0)
+            log_msg(LOG_LVL_WARN, "domain %s: unparsable XML", d->name);
+        free(xml);
+        /* The live value of <shares>, which may differ from the XML after schedinfo. */
+        if (info.shares > 0) {
+            virTypedParameterPtr params = NULL;
+            int n = 0;
+            unsigned long long v;
+
+            if (virDomainGetSchedulerParametersFlags(dom, NULL, &n, 0) == 0 && n > 0 &&
+                (params = calloc((size_t)n, sizeof(*params))) &&
+                virDomainGetSchedulerParametersFlags(dom, params, &n, VIR_DOMAIN_AFFECT_LIVE) == 0 &&
+                virTypedParamsGetULLong(params, n, VIR_DOMAIN_SCHEDULER_CPU_SHARES, &v) == 1 &&
+                v > 0 && v <= 262144)
+                info.shares = (unsigned)v;
+            if (params)
+                virTypedParamsFree(params, n);
+        }
+        if (e)
+            e->age = 0;
+    } else {
+        log_msg(LOG_LVL_DEBUG, "domain %s: no XML: %s", d->name, conn_error());
+        memset(&info, 0, sizeof(info));
+        info.threads = 1;
+    }
+    d->threads = info.threads;
+    d->shares = info.shares;
+    memcpy(d->channel, info.channel, sizeof(d->channel));
+}
+
+static void cache_rebuild(struct collector *col, const struct snapshot *s)
+{
+    struct xml_entry *n = calloc(s->ndom + 1, sizeof(*n));
+
+    if (!n)
+        return; /* keep the old cache: only costs extra XML reads */
+    for (unsigned i = 0; i < s->ndom; i++) {
+        const struct xml_entry *old = cache_find(col, s->dom[i].uuid);
+
+        memcpy(n[i].uuid, s->dom[i].uuid, sizeof(n[i].uuid));
+        n[i].info.threads = s->dom[i].threads;
+        n[i].info.shares = s->dom[i].shares;
+        memcpy(n[i].info.channel, s->dom[i].channel, sizeof(n[i].info.channel));
+        n[i].age = old && !old->stale && !col->all_stale ? old->age + 1 : 0;
+    }
+    free(col->cache);
+    col->cache = n;
+    col->ncache = s->ndom;
+    col->all_stale = false;
+}
+
+static struct snap_vcpu *vcpu_slot(struct snap_dom *d, unsigned id)
+{
+    for (unsigned i = 0; i < d->nvcpu; i++)
+        if (d->vcpu[i].id == id)
+            return &d->vcpu[i];
+    return NULL;
+}
+
+/* vcpu.<n>.* from the bulk stats record. */
+static int dom_stats(struct snap_dom *d, const virDomainStatsRecord *rec)
+{
+    unsigned max = 0;
+
+    for (int i = 0; i < rec->nparams; i++) {
+        const virTypedParameter *p = &rec->params[i];
+        if (strcmp(p->field, "vcpu.maximum") == 0 && p->type == VIR_TYPED_PARAM_UINT)
+            max = p->value.ui;
+        else if (strcmp(p->field, "state.state") == 0 && p->type == VIR_TYPED_PARAM_INT)
+            d->state = p->value.i;
+        else if (strcmp(p->field, "cpu.time") == 0 && p->type == VIR_TYPED_PARAM_ULLONG)
+            d->cpu_time_ns = p->value.ul;
+    }
+    if (max > HD_PCPU_MAX * 8)
+        max = HD_PCPU_MAX * 8;
+    if (max && !(d->vcpu = calloc(max, sizeof(*d->vcpu))))
+        return -ENOMEM;
+    for (unsigned i = 0; i < max; i++) {
+        d->vcpu[i].id = i;
+        d->vcpu[i].pcpu = -1;
+    }
+    d->nvcpu = max;
+    for (int i = 0; i < rec->nparams; i++) {
+        const virTypedParameter *p = &rec->params[i];
+        char field[VIR_TYPED_PARAM_FIELD_LENGTH];
+        unsigned id;
+        struct snap_vcpu *v;
+
+        if (sscanf(p->field, "vcpu.%u.%79s", &id, field) != 2 || id >= max)
+            continue;
+        v = &d->vcpu[id];
+        if (strcmp(field, "state") == 0 && p->type == VIR_TYPED_PARAM_INT)
+            v->online = p->value.i != VIR_VCPU_OFFLINE;
+        else if (strcmp(field, "time") == 0 && p->type == VIR_TYPED_PARAM_ULLONG)
+            v->time_ns = p->value.ul;
+        else if (strcmp(field, "delay") == 0 && p->type == VIR_TYPED_PARAM_ULLONG) {
+            v->delay_ns = p->value.ul;
+            v->has_delay = true;
+        } else if (strcmp(field, "halted") == 0 && p->type == VIR_TYPED_PARAM_BOOLEAN) {
+            v->halted = p->value.b;
+            v->has_halted = true;
+        }
+    }
+    return 0;
+}
+
+/* Where each vCPU last ran and where it may run; fills in vCPUs the stats did not list. */
+static int dom_placement(struct snap_dom *d, virDomainPtr dom, unsigned npcpu)
+{
+    virDomainInfo di;
+    unsigned maxv = d->nvcpu, maplen = VIR_CPU_MAPLEN(npcpu);
+    virVcpuInfoPtr info = NULL;
+    unsigned char *maps = NULL;
+    int n, rc = 0;
+
+    if (maxv == 0) {
+        /* Drivers without vCPU statistics (test:///): count from the domain info. */
+        if (virDomainGetInfo(dom, &di) < 0 || di.nrVirtCpu == 0)
+            return 0;
+        maxv = di.nrVirtCpu;
+        if (!(d->vcpu = calloc(maxv, sizeof(*d->vcpu))))
+            return -ENOMEM;
+        for (unsigned i = 0; i < maxv; i++) {
+            d->vcpu[i] = (struct snap_vcpu){.id = i, .pcpu = -1};
+        }
+        d->nvcpu = maxv;
+    }
+    info = calloc(maxv, sizeof(*info));
+    maps = calloc(maxv, maplen);
+    if (!info || !maps) {
+        rc = -ENOMEM;
+        goto cleanup;
+    }
+    n = virDomainGetVcpus(dom, info, (int)maxv, NULL, 0);
+    for (int i = 0; i < n; i++) {
+        struct snap_vcpu *v = vcpu_slot(d, info[i].number);
+        if (!v)
+            continue;
+        v->pcpu = info[i].cpu >= 0 && (unsigned)info[i].cpu < npcpu ? info[i].cpu : -1;
+        if (v->time_ns == 0) {
+            v->time_ns = info[i].cpuTime;
+            v->online = true;
+        }
+    }
+    n = virDomainGetVcpuPinInfo(dom, (int)maxv, maps, (int)maplen, VIR_DOMAIN_AFFECT_LIVE);
+    for (int i = 0; i < n && (unsigned)i < maxv; i++) {
+        struct snap_vcpu *v = vcpu_slot(d, (unsigned)i);
+        if (!v)
+            continue;
+        for (unsigned p = 0; p < npcpu && p < HD_PCPU_MAX; p++)
+            if (VIR_CPU_USABLE(maps, maplen, i, p))
+                pset_set(&v->affinity, p);
+    }
+
+cleanup:
+    free(info);
+    free(maps);
+    return rc;
+}
+
+static void node_stats(struct snapshot *s, virConnectPtr vc)
+{
+    virNodeCPUStatsPtr params = NULL;
+    int n = 0;
+
+    if (virNodeGetCPUStats(vc, 0, NULL, &n, 0) < 0 || n <= 0) {
+        log_msg(LOG_LVL_DEBUG, "no host CPU statistics: %s", conn_error());
+        return;
+    }
+    if (!(params = calloc((size_t)n, sizeof(*params))))
+        return;
+    s->has_pcpu_stats = true;
+    for (unsigned p = 0; p < s->npcpu; p++) {
+        int got = n;
+        if (virNodeGetCPUStats(vc, (int)p, params, &got, 0) < 0) {
+            s->has_pcpu_stats = false;
+            break;
+        }
+        for (int i = 0; i < got; i++) {
+            if (strcmp(params[i].field, VIR_NODE_CPU_STATS_KERNEL) == 0 ||
+                strcmp(params[i].field, VIR_NODE_CPU_STATS_USER) == 0)
+                s->pcpu[p].busy_ns += params[i].value;
+            else if (strcmp(params[i].field, VIR_NODE_CPU_STATS_IDLE) == 0 ||
+                     strcmp(params[i].field, VIR_NODE_CPU_STATS_IOWAIT) == 0)
+                s->pcpu[p].idle_ns += params[i].value;
+        }
+    }
+    free(params);
+}
+
+int col_parse_schedstat(const char *text, struct snap_pcpu *pcpu, unsigned npcpu)
+{
+    unsigned found = 0;
+
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        unsigned cpu;
+        uint64_t f[9];
+
+        /* version 15+: cpuN yld(0) 0 sched_count sched_goidle ttwu ttwu_local run wait slices */
+        if (sscanf(l, "cpu%u %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
+                      " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64,
+                   &cpu, &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8]) != 10)
+            continue;
+        if (cpu < npcpu) {
+            pcpu[cpu].wait_ns = f[7];
+            found++;
+        }
+    }
+    return found ? 0 : -EINVAL;
+}
+
+int col_parse_psi(const char *text, uint64_t *some_total_us)
+{
+    const char *p = strstr(text, "some ");
+    const char *t = p ? strstr(p, "total=") : NULL;
+
+    if (!t || sscanf(t, "total=%" SCNu64, some_total_us) != 1)
+        return -EINVAL;
+    return 0;
+}
+
+static char *read_small(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    char *buf;
+    size_t n;
+
+    if (!f)
+        return NULL;
+    buf = malloc(1 << 20);
+    n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    if (buf)
+        buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void proc_stats(struct collector *col, struct snapshot *s)
+{
+    char path[300];
+    char *text;
+
+    if (!col->proc_root[0])
+        return;
+    snprintf(path, sizeof(path), "%s/schedstat", col->proc_root);
+    if ((text = read_small(path))) {
+        s->has_schedstat = col_parse_schedstat(text, s->pcpu, s->npcpu) == 0;
+        free(text);
+    }
+    snprintf(path, sizeof(path), "%s/pressure/cpu", col->proc_root);
+    if ((text = read_small(path))) {
+        s->has_psi = col_parse_psi(text, &s->psi_some_us) == 0;
+        free(text);
+    }
+}
+
+int col_sample(struct collector *col, virConnectPtr vc, struct snapshot **out)
+{
+    virDomainStatsRecordPtr *recs = NULL;
+    struct snapshot *s = snap_new();
+    struct timespec ts;
+    int n, rc = 0;
+
+    *out = NULL;
+    if (!s)
+        return -ENOMEM;
+    if ((n = virNodeGetCPUMap(vc, NULL, NULL, 0)) < 0) {
+        rc = virConnectIsAlive(vc) == 1 ? -EIO : -ENOTCONN;
+        log_msg(LOG_LVL_WARN, "cannot count host CPUs: %s", conn_error());
+        goto cleanup;
+    }
+    if ((unsigned)n > HD_PCPU_MAX) {
+        log_msg(LOG_LVL_ERR, "host has %d CPUs; corehint-hostd handles at most %u", n, HD_PCPU_MAX);
+        rc = -ERANGE;
+        goto cleanup;
+    }
+    s->npcpu = (unsigned)n;
+    if (!(s->pcpu = calloc(s->npcpu + 1, sizeof(*s->pcpu)))) {
+        rc = -ENOMEM;
+        goto cleanup;
+    }
+    n = virConnectGetAllDomainStats(vc, VIR_DOMAIN_STATS_STATE | VIR_DOMAIN_STATS_VCPU |
+                                        VIR_DOMAIN_STATS_CPU_TOTAL,
+                                    &recs, VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    s->t_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    if (n < 0) {
+        rc = virConnectIsAlive(vc) == 1 ? -EIO : -ENOTCONN;
+        log_msg(LOG_LVL_WARN, "cannot get domain statistics: %s", conn_error());
+        goto cleanup;
+    }
+    if (!(s->dom = calloc((size_t)n + 1, sizeof(*s->dom)))) {
+        rc = -ENOMEM;
+        goto cleanup;
+    }
+    for (int i = 0; i < n; i++) {
+        struct snap_dom *d = &s->dom[s->ndom];
+
+        if (virDomainGetUUIDString(recs[i]->dom, d->uuid) < 0)
+            continue;
+        snprintf(d->name, sizeof(d->name), "%s", virDomainGetName(recs[i]->dom));
+        s->ndom++;
+        if ((rc = dom_stats(d, recs[i])) < 0 ||
+            (rc = dom_placement(d, recs[i]->dom, s->npcpu)) < 0)
+            goto cleanup;
+        dom_xml(col, recs[i]->dom, d);
+    }
+    node_stats(s, vc);
+    proc_stats(col, s);
+    snap_sort(s);
+    cache_rebuild(col, s);
+    *out = s;
+    s = NULL;
+
+cleanup:
+    if (recs)
+        virDomainStatsRecordListFree(recs);
+    snap_free(s);
+    return rc;
+}

@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "corehint/conf.h"
+
+enum knob_type { K_UINT, K_DOUBLE, K_BOOL, K_STRING };
+
+struct knob {
+    const char *key;
+    enum knob_type type;
+    size_t off;
+    double min, max; /* K_UINT, K_DOUBLE; K_STRING: max = buffer size */
+    const char *help;
+};
+
+#define KU(k, f, lo, hi, h) {k, K_UINT, offsetof(struct hd_config, f), lo, hi, h}
+#define KD(k, f, lo, hi, h) {k, K_DOUBLE, offsetof(struct hd_config, f), lo, hi, h}
+#define KB(k, f, h) {k, K_BOOL, offsetof(struct hd_config, f), 0, 0, h}
+#define KS(k, f, h) {k, K_STRING, offsetof(struct hd_config, f), 0, sizeof(((struct hd_config *)0)->f), h}
+
+/* Every knob of the [global] part of the file; the order is the --dump-config order. */
+static const struct knob knobs[] = {
+    KU("interval_ms", interval_ms, 100, 600000, "sampling and decision interval"),
+    KD("target_utilisation", target_utilisation, 0.1, 1.0, "share of a pool the VMs may fill"),
+    KD("headroom", headroom, 0.0, 4.0, "added to the entitlement before rounding up"),
+    KU("min_cpus", min_cpus, 1, 8192, "fewest preferred vCPUs per VM"),
+    KU("shrink_after", shrink_after, 1, 1000, "intervals of contention before shrinking"),
+    KB("use_shares", use_shares, "weight from libvirt <shares> when set"),
+    KD("saturated", saturated, 0.5, 1.0, "busy share of k at which demand is censored"),
+    KD("compliance_run", compliance_run, 0.0, 1.0, "run share of a non-preferred vCPU that violates"),
+    KU("compliance_intervals", compliance_intervals, 1, 1000, "violating intervals = non-compliant"),
+    KU("lease_intervals", lease_intervals, 2, 100, "hint lease, in intervals"),
+    KS("metrics_listen", metrics_listen, "ADDR:PORT of /metrics and /status, \"\" = off"),
+    KS("channel_dir", channel_dir, "replay only: channel sockets are DIR/NAME.sock"),
+    KS("connect", uri, "libvirt URI"),
+};
+
+void cfg_defaults(struct hd_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->interval_ms = 1000;
+    c->target_utilisation = 0.9;
+    c->headroom = 0.1;
+    c->min_cpus = 1;
+    c->shrink_after = 2;
+    c->use_shares = true;
+    c->saturated = 0.95;
+    c->compliance_run = 0.05;
+    c->compliance_intervals = 3;
+    c->lease_intervals = 3;
+    snprintf(c->metrics_listen, sizeof(c->metrics_listen), "%s", CFG_DEFAULT_LISTEN);
+    snprintf(c->uri, sizeof(c->uri), "%s", CFG_DEFAULT_URI);
+}
+
+static const struct knob *knob_find(const char *key)
+{
+    for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
+        if (strcmp(knobs[i].key, key) == 0)
+            return &knobs[i];
+    return NULL;
+}
+
+int cfg_set(struct hd_config *c, const char *key, const char *value, char *err, size_t errlen)
+{
+    const struct knob *k = knob_find(key);
+    char *field;
+    uint64_t u;
+    int rc;
+
+    if (!k) {
+        snprintf(err, errlen, "unknown setting \"%s\"", key);
+        return -EINVAL;
+    }
+    field = (char *)c + k->off;
+    switch (k->type) {
+    case K_UINT:
+        if ((rc = ch_conf_uint(key, value, (uint64_t)k->min, (uint64_t)k->max, &u, err, errlen)) < 0)
+            return rc;
+        *(unsigned *)(void *)field = (unsigned)u;
+        return 0;
+    case K_DOUBLE:
+        return ch_conf_double(key, value, k->min, k->max, (double *)(void *)field, err, errlen);
+    case K_BOOL:
+        return ch_conf_bool(key, value, (bool *)(void *)field, err, errlen);
+    case K_STRING:
+        if (strlen(value) >= (size_t)k->max) {
+            snprintf(err, errlen, "%s: longer than %zu bytes", key, (size_t)k->max - 1);
+            return -ERANGE;
+        }
+        snprintf(field, (size_t)k->max, "%s", value);
+        return 0;
+    }
+    return -EINVAL;
+}
+
+static struct cfg_domain *domain_get(struct hd_config *c, const char *match)
+{
+    struct cfg_domain *d;
+
+    for (unsigned i = 0; i < c->ndomains; i++)
+        if (strcmp(c->domains[i].match, match) == 0)
+            return &c->domains[i];
+    d = realloc(c->domains, (c->ndomains + 1) * sizeof(*d));
+    if (!d)
+        return NULL;
+    c->domains = d;
+    d = &c->domains[c->ndomains++];
+    memset(d, 0, sizeof(*d));
+    snprintf(d->match, sizeof(d->match), "%s", match);
+    return d;
+}
+
+static int on_line(void *ctx, const struct ch_conf_line *l, char *err, size_t errlen)
+{
+    struct hd_config *c = ctx;
+    struct cfg_domain *d;
+
+    if (l->section[0] == '\0' || strcmp(l->section, "global") == 0)
+        return cfg_set(c, l->key, l->value, err, errlen);
+    if (strcmp(l->section, "domain") != 0) {
+        snprintf(err, errlen, "unknown section [%s]", l->section);
+        return -EINVAL;
+    }
+    if (l->section_arg[0] == '\0') {
+        snprintf(err, errlen, "[domain] needs a name or UUID: [domain NAME]");
+        return -EINVAL;
+    }
+    if (!(d = domain_get(c, l->section_arg))) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    if (strcmp(l->key, "weight") == 0)
+        return ch_conf_double(l->key, l->value, 0.001, 1e6, &d->weight, err, errlen);
+    if (strcmp(l->key, "opt_out") == 0)
+        return ch_conf_bool(l->key, l->value, &d->opt_out, err, errlen);
+    snprintf(err, errlen, "unknown domain setting \"%s\" (weight, opt_out)", l->key);
+    return -EINVAL;
+}
+
+int cfg_load_file(struct hd_config *c, const char *path, bool must_exist, char *err, size_t errlen)
+{
+    int rc = ch_conf_parse_file(path, on_line, c, err, errlen);
+
+    if (rc == -ENOENT && !must_exist) {
+        err[0] = '\0';
+        return 0;
+    }
+    if (rc == -ENOENT)
+        snprintf(err, errlen, "%s: no such file", path);
+    if (rc == 0)
+        snprintf(c->file, sizeof(c->file), "%s", path);
+    return rc;
+}
+
+int cfg_load_text(struct hd_config *c, const char *name, const char *text, char *err,
+                  size_t errlen)
+{
+    return ch_conf_parse_text(name, text, on_line, c, err, errlen);
+}
+
+int cfg_check(const struct hd_config *c, char *err, size_t errlen)
+{
+    if (c->record[0] && c->replay[0]) {
+        snprintf(err, errlen, "--record and --replay exclude each other");
+        return -EINVAL;
+    }
+    if (c->channel_dir[0] && !c->replay[0]) {
+        snprintf(err, errlen, "channel_dir only applies to --replay");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+const struct cfg_domain *cfg_domain_find(const struct hd_config *c, const char *name,
+                                         const char *uuid)
+{
+    for (unsigned i = 0; i < c->ndomains; i++)
+        if (strcasecmp(c->domains[i].match, uuid) == 0)
+            return &c->domains[i];
+    for (unsigned i = 0; i < c->ndomains; i++)
+        if (strcmp(c->domains[i].match, name) == 0)
+            return &c->domains[i];
+    return NULL;
+}
+
+void cfg_dump(const struct hd_config *c, FILE *out)
+{
+    fprintf(out, "# corehint-hostd configuration in force (%s)\n",
+            c->file[0] ? c->file : "built-in defaults");
+    for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
+        const struct knob *k = &knobs[i];
+        const char *field = (const char *)c + k->off;
+
+        fprintf(out, "# %s\n", k->help);
+        switch (k->type) {
+        case K_UINT:
+            fprintf(out, "%s = %u\n", k->key, *(const unsigned *)(const void *)field);
+            break;
+        case K_DOUBLE:
+            fprintf(out, "%s = %g\n", k->key, *(const double *)(const void *)field);
+            break;
+        case K_BOOL:
+            fprintf(out, "%s = %s\n", k->key, *(const bool *)(const void *)field ? "yes" : "no");
+            break;
+        case K_STRING:
+            fprintf(out, "%s = \"%s\"\n", k->key, field);
+            break;
+        }
+    }
+    for (unsigned i = 0; i < c->ndomains; i++) {
+        const struct cfg_domain *d = &c->domains[i];
+
+        fprintf(out, "\n[domain %s]\n", d->match);
+        if (d->weight > 0)
+            fprintf(out, "weight = %g\n", d->weight);
+        fprintf(out, "opt_out = %s\n", d->opt_out ? "yes" : "no");
+    }
+}
+
+void cfg_free(struct hd_config *c)
+{
+    free(c->domains);
+    c->domains = NULL;
+    c->ndomains = 0;
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * hostd configuration: defaults, then the file (default /etc/corehint/hostd.conf), then the
+ * command line.  Once loaded it is immutable; --dump-config prints what is in force.
+ */
+#ifndef HOSTD_CONFIG_H
+#define HOSTD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define CFG_DEFAULT_FILE "/etc/corehint/hostd.conf"
+#define CFG_DEFAULT_URI "qemu:///system"
+#define CFG_DEFAULT_LISTEN "127.0.0.1:9477"
+
+struct cfg_domain {
+    char match[256]; /* domain name or UUID */
+    double weight;   /* 0 = not set */
+    bool opt_out;
+};
+
+struct hd_config {
+    /* sampling */
+    unsigned interval_ms;
+    /* policy */
+    double target_utilisation; /* share of a pool's pCPUs the VMs may fill */
+    double headroom;           /* added to the entitlement before rounding up to vCPUs */
+    unsigned min_cpus;         /* never prefer fewer vCPUs than this */
+    unsigned shrink_after;     /* intervals of contention before a shrink takes effect */
+    bool use_shares;           /* weight from libvirt <shares> when the XML sets it */
+    double saturated;          /* preferred vCPUs busier than this share of k are censored */
+    double compliance_run;     /* a non-preferred vCPU running more than this is a violation */
+    unsigned compliance_intervals; /* consecutive violating intervals = non-compliant */
+    /* delivery */
+    unsigned lease_intervals;  /* hint lease in intervals */
+    char metrics_listen[128];
+    char channel_dir[256];     /* replay: channel sockets are DIR/<name>.sock */
+    /* process */
+    char uri[256];
+    char record[256];
+    char replay[256];
+    bool once;
+    bool dry_run;
+    bool foreground;
+    unsigned verbose;
+    char file[256];            /* the file that was read, "" for none */
+    unsigned ndomains;
+    struct cfg_domain *domains;
+};
+
+/* Fill c with the built-in defaults. */
+void cfg_defaults(struct hd_config *c);
+/*
+ * Read path into c.  A missing file is fine when !must_exist (the default path); any other
+ * problem returns -errno with "FILE:LINE: message" in err.
+ */
+int cfg_load_file(struct hd_config *c, const char *path, bool must_exist, char *err, size_t errlen);
+/* Parse text as if it were a file named name (unit tests). */
+int cfg_load_text(struct hd_config *c, const char *name, const char *text, char *err,
+                  size_t errlen);
+/* Set one knob by its file key, as the command line does ("interval_ms", "1000"). */
+int cfg_set(struct hd_config *c, const char *key, const char *value, char *err, size_t errlen);
+/* Cross-field checks once everything is loaded. */
+int cfg_check(const struct hd_config *c, char *err, size_t errlen);
+/* The [domain ...] section that matches name or uuid (uuid first), or NULL. */
+const struct cfg_domain *cfg_domain_find(const struct hd_config *c, const char *name,
+                                         const char *uuid);
+void cfg_dump(const struct hd_config *c, FILE *out);
+void cfg_free(struct hd_config *c);
+
+#endif

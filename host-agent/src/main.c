@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * corehint-hostd: wiring only.  Start-up in dependency order (config, log, event base,
+ * libvirt bridge, connection, collector, engine, timers), shutdown in reverse.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "collect.h"
+#include "config.h"
+#include "conn.h"
+#include "corehint/log.h"
+#include "engine.h"
+#include "record.h"
+#include "vevent.h"
+
+struct hostd {
+    struct hd_config cfg;
+    struct event_base *base;
+    struct conn *conn;
+    struct collector *col;
+    struct engine eng;
+    struct rec_reader *replay;
+    FILE *record;
+    struct event *tick;
+    struct event *sigs[3];
+    unsigned samples; /* --once: samples taken */
+    int exit_code;
+};
+
+static const struct timeval zero_tv = {0, 0};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: corehint-hostd [-c FILE] [--connect URI] [--interval-ms N] [--once]\n"
+            "                      [--dry-run] [--record F | --replay F] [--foreground]\n"
+            "                      [--dump-config] [-v] [--help] [--version]\n"
+            "\n"
+            "  -c, --config FILE   configuration file (default " CFG_DEFAULT_FILE ")\n"
+            "      --connect URI   libvirt URI (default " CFG_DEFAULT_URI ")\n"
+            "      --interval-ms N sampling and decision interval\n"
+            "      --once          sample twice one interval apart, print one JSON document\n"
+            "      --dry-run       decide and log, send nothing\n"
+            "      --record F      append every sample to F as JSON lines\n"
+            "      --replay F      run from a recorded trace instead of libvirt; prints one\n"
+            "                      JSON document per decision (JSON lines)\n"
+            "      --foreground    do not detach; log to stderr\n"
+            "      --dump-config   print the configuration in force and exit\n"
+            "  -v, --verbose       more logging (twice: debug)\n");
+}
+
+enum { OPT_CONNECT = 256, OPT_INTERVAL, OPT_ONCE, OPT_DRY, OPT_RECORD, OPT_REPLAY, OPT_FG,
+       OPT_DUMP, OPT_HELP, OPT_VERSION };
+
+static const struct option options[] = {
+    {"config", required_argument, NULL, 'c'},    {"connect", required_argument, NULL, OPT_CONNECT},
+    {"interval-ms", required_argument, NULL, OPT_INTERVAL},
+    {"once", no_argument, NULL, OPT_ONCE},       {"dry-run", no_argument, NULL, OPT_DRY},
+    {"record", required_argument, NULL, OPT_RECORD},
+    {"replay", required_argument, NULL, OPT_REPLAY},
+    {"foreground", no_argument, NULL, OPT_FG},   {"dump-config", no_argument, NULL, OPT_DUMP},
+    {"verbose", no_argument, NULL, 'v'},         {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION}, {NULL, 0, NULL, 0},
+};
+
+/* Defaults, then the file, then the command line.  Returns -1 to continue, else an exit code. */
+static int configure(struct hostd *h, int argc, char **argv, bool *dump)
+{
+    const char *file = CFG_DEFAULT_FILE;
+    bool explicit_file = false;
+    char err[512] = "";
+    int opt, rc = 0;
+
+    cfg_defaults(&h->cfg);
+    while ((opt = getopt_long(argc, argv, "c:v", options, NULL)) != -1) {
+        if (opt == 'c') {
+            file = optarg;
+            explicit_file = true;
+        } else if (opt == OPT_HELP) {
+            usage(stdout);
+            return 0;
+        } else if (opt == OPT_VERSION) {
+            printf("corehint-hostd %s\n", COREHINT_VERSION);
+            return 0;
+        } else if (opt == '?') {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "corehint-hostd: unexpected argument \"%s\"\n", argv[optind]);
+        return 2;
+    }
+    if (cfg_load_file(&h->cfg, file, explicit_file, err, sizeof(err)) < 0) {
+        fprintf(stderr, "corehint-hostd: %s\n", err);
+        return 1;
+    }
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "c:v", options, NULL)) != -1 && rc == 0) {
+        switch (opt) {
+        case OPT_CONNECT: rc = cfg_set(&h->cfg, "connect", optarg, err, sizeof(err)); break;
+        case OPT_INTERVAL: rc = cfg_set(&h->cfg, "interval_ms", optarg, err, sizeof(err)); break;
+        case OPT_ONCE: h->cfg.once = true; break;
+        case OPT_DRY: h->cfg.dry_run = true; break;
+        case OPT_RECORD: snprintf(h->cfg.record, sizeof(h->cfg.record), "%s", optarg); break;
+        case OPT_REPLAY: snprintf(h->cfg.replay, sizeof(h->cfg.replay), "%s", optarg); break;
+        case OPT_FG: h->cfg.foreground = true; break;
+        case OPT_DUMP: *dump = true; break;
+        case 'v': h->cfg.verbose++; break;
+        default: break;
+        }
+    }
+    if (rc == 0)
+        rc = cfg_check(&h->cfg, err, sizeof(err));
+    if (rc < 0) {
+        fprintf(stderr, "corehint-hostd: %s\n", err);
+        return 2;
+    }
+    /* Nothing delivers hints yet: a running daemon decides and logs only. */
+    h->cfg.dry_run = true;
+    return -1;
+}
+
+static void print_report(struct hostd *h, int flags)
+{
+    json_object *r = eng_report(&h->eng);
+
+    if (!r)
+        return;
+    printf("%s\n", json_object_to_json_string_ext(r, flags));
+    fflush(stdout);
+    json_object_put(r);
+}
+
+static void on_conn(void *ctx, enum conn_event ev, const char *uuid, const char *what)
+{
+    struct hostd *h = ctx;
+
+    if (ev == CONN_DOWN)
+        eng_reset(&h->eng);
+    else if (ev == CONN_UP)
+        col_invalidate(h->col, NULL);
+    else
+        col_invalidate(h->col, uuid);
+}
+
+static void sample(struct hostd *h)
+{
+    virConnectPtr vc = conn_get(h->conn);
+    struct snapshot *s;
+    int rc;
+
+    if (!vc)
+        return; /* reconnecting; conn logs */
+    if ((rc = col_sample(h->col, vc, &s)) == -ENOTCONN) {
+        conn_lost(h->conn);
+        return;
+    }
+    if (rc < 0)
+        return;
+    h->samples++;
+    if ((rc = eng_feed(&h->eng, s, conn_generation(h->conn))) < 0)
+        log_msg(LOG_LVL_ERR, "decision failed: %s", strerror(-rc));
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct hostd *h = arg;
+    char err[512];
+    struct snapshot *s;
+    int rc;
+
+    if (h->replay) {
+        if ((rc = rec_next(h->replay, &s, err, sizeof(err))) < 0) {
+            log_msg(LOG_LVL_ERR, "%s", err);
+            h->exit_code = 1;
+        }
+        if (rc <= 0) {
+            event_base_loopexit(h->base, NULL);
+            return;
+        }
+        rc = eng_feed(&h->eng, s, 0);
+        if (rc > 0)
+            print_report(h, JSON_C_TO_STRING_PLAIN);
+        evtimer_add(h->tick, &zero_tv);
+        return;
+    }
+    sample(h);
+    if (h->cfg.once && h->eng.decided) {
+        print_report(h, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED);
+        event_base_loopexit(h->base, NULL);
+    } else if (h->cfg.once && !conn_get(h->conn)) {
+        log_msg(LOG_LVL_ERR, "lost the libvirt connection during --once");
+        h->exit_code = 1;
+        event_base_loopexit(h->base, NULL);
+    }
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct hostd *h = arg;
+
+    if (sig == SIGHUP) {
+        log_msg(LOG_LVL_INFO, "SIGHUP ignored: restart to change the configuration");
+        return;
+    }
+    log_msg(LOG_LVL_INFO, "signal %d: exiting", (int)sig);
+    event_base_loopexit(h->base, NULL);
+}
+
+static int start(struct hostd *h)
+{
+    static const int signals[] = {SIGINT, SIGTERM, SIGHUP};
+    char err[512];
+    int flags = 0;
+
+    if (!(h->base = event_base_new())) {
+        log_msg(LOG_LVL_ERR, "cannot create the event loop");
+        return -ENOMEM;
+    }
+    for (unsigned i = 0; i < 3; i++) {
+        h->sigs[i] = evsignal_new(h->base, signals[i], on_signal, h);
+        if (!h->sigs[i] || evsignal_add(h->sigs[i], NULL) < 0)
+            return -ENOMEM;
+    }
+    if (h->cfg.record[0] && !(h->record = fopen(h->cfg.record, "ae"))) {
+        log_msg(LOG_LVL_ERR, "cannot open %s: %s", h->cfg.record, strerror(errno));
+        return -errno;
+    }
+    eng_init(&h->eng, &h->cfg, h->record);
+    if (h->cfg.replay[0]) {
+        if (!(h->replay = rec_open(h->cfg.replay, err, sizeof(err)))) {
+            log_msg(LOG_LVL_ERR, "%s", err);
+            return -ENOENT;
+        }
+    } else {
+        /* /proc describes the hypervisor only when libvirt runs on this machine. */
+        const char *sep = strstr(h->cfg.uri, "://");
+        bool local = sep && sep[3] == '/';
+        conn_init_libvirt();
+        if (vev_register(h->base) < 0 || !(h->col = col_new(local ? "/proc" : "")) ||
+            !(h->conn = conn_new(h->base, h->cfg.uri, on_conn, h)))
+            return -ENOMEM;
+        if (conn_open(h->conn) < 0 && h->cfg.once) {
+            log_msg(LOG_LVL_ERR, "cannot connect to %s: %s", h->cfg.uri, conn_error());
+            return -ENOTCONN;
+        }
+        flags = EV_PERSIST;
+    }
+    h->tick = event_new(h->base, -1, flags, on_tick, h);
+    if (!h->tick)
+        return -ENOMEM;
+    struct timeval iv = {h->cfg.interval_ms / 1000, (h->cfg.interval_ms % 1000) * 1000};
+    evtimer_add(h->tick, h->replay ? &zero_tv : &iv);
+    if (!h->replay)
+        sample(h); /* the first sample now, so --once takes one interval */
+    return 0;
+}
+
+static void stop(struct hostd *h)
+{
+    if (h->tick)
+        event_free(h->tick);
+    eng_finalise(&h->eng);
+    rec_close(h->replay);
+    if (h->record)
+        fclose(h->record);
+    conn_free(h->conn);
+    col_free(h->col);
+    if (!h->cfg.replay[0])
+        vev_finalise();
+    for (unsigned i = 0; i < 3; i++)
+        if (h->sigs[i])
+            event_free(h->sigs[i]);
+    if (h->base)
+        event_base_free(h->base);
+    cfg_free(&h->cfg);
+}
+
+int main(int argc, char **argv)
+{
+    static struct hostd h;
+    bool dump = false;
+    int rc;
+
+    if ((rc = configure(&h, argc, argv, &dump)) >= 0) {
+        cfg_free(&h.cfg);
+        return rc;
+    }
+    if (dump) {
+        cfg_dump(&h.cfg, stdout);
+        cfg_free(&h.cfg);
+        return 0;
+    }
+    bool detach = !h.cfg.foreground && !h.cfg.once && !h.cfg.replay[0];
+    log_init("corehint-hostd",
+             h.cfg.verbose >= 2 ? LOG_LVL_DEBUG : h.cfg.verbose ? LOG_LVL_INFO : LOG_LVL_WARN,
+             detach);
+    if (!h.cfg.once && !h.cfg.replay[0])
+        log_set_level(h.cfg.verbose >= 2 ? LOG_LVL_DEBUG : LOG_LVL_INFO);
+    if (detach && daemon(0, 0) < 0) {
+        log_msg(LOG_LVL_ERR, "cannot detach: %s", strerror(errno));
+        return 1;
+    }
+    if ((rc = start(&h)) < 0) {
+        stop(&h);
+        log_finalise();
+        return 1;
+    }
+    event_base_dispatch(h.base);
+    rc = h.exit_code;
+    stop(&h);
+    log_finalise();
+    return rc;
+}
