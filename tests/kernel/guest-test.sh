@@ -1,0 +1,188 @@
+#!/bin/sh
+# In-guest checks of the preferred CPU series. Runs as /ktest.sh under the
+# test /init, in a qemu guest with 4 vCPUs booted with isolcpus=3, so CPU 3
+# is active but not a housekeeping CPU, and user tasks are not affine to it.
+#
+# Prints one line per check:  CHECK <name> PASS|FAIL <detail>
+# and "KTEST DONE" at the end. The host runner knows the list of names and
+# fails on any FAIL or any missing name.
+
+P=/sys/devices/system/cpu/preferred
+ONLINE=/sys/devices/system/cpu/online
+STATS=/sys/kernel/debug/sched/preferred_stats
+KUNIT=/sys/kernel/debug/kunit/steal_governor/results
+MOD=/lib/modules/steal_governor.ko
+
+pass() { echo "CHECK $1 PASS $2"; }
+fail() { echo "CHECK $1 FAIL $2"; }
+# check NAME CONDITION-STATUS DETAIL
+check() {
+	if [ "$2" = 0 ]; then pass "$1" "$3"; else fail "$1" "$3"; fi
+}
+info() { echo "INFO $*"; }
+
+rd() { cat $P; }
+# wr VALUE: write VALUE to the preferred file; status of the write, error
+# text in $WERR.
+wr() {
+	WERR=$( { echo "$1" > $P; } 2>&1 )
+}
+stat_get() { awk -v n="$1" '$1 == n { print $2 }' $STATS; }
+cpu_of() { awk '{ print $39 }' /proc/$1/stat; }
+# centiseconds since boot
+now_cs() { awk '{ split($1, t, "."); print t[1] * 100 + t[2] }' /proc/uptime; }
+spin() { sh -c 'while :; do :; done' & }
+
+info "kernel $(uname -r)"
+info "online $(cat $ONLINE) isolated $(cat /sys/devices/system/cpu/isolated)"
+
+# --- boot state --------------------------------------------------------------
+[ -e $P ]; check preferred_file_exists $? "$P"
+b=$(rd); o=$(cat $ONLINE)
+[ "$b" = "$o" ] && [ "$b" = 0-3 ]; check boot_preferred_is_active $? "preferred=$b online=$o"
+
+# --- KUnit (the runner also parses the console TAP) -------------------------
+if [ -r $KUNIT ]; then
+	nok=$(grep -c '^ *ok ' $KUNIT); nbad=$(grep -c 'not ok' $KUNIT)
+	[ "$nbad" = 0 ] && [ "$nok" -ge 10 ]
+	check kunit_results $? "ok=$nok not_ok=$nbad"
+else
+	fail kunit_results "$KUNIT missing"
+fi
+
+# --- canonical readback -------------------------------------------------------
+wr "2,0,1"; s=$?; r=$(rd)
+[ $s = 0 ] && [ "$r" = 0-2 ]; check write_subset_canonical $? "wrote 2,0,1 read $r"
+wr "1,0"; s=$?; r=$(rd)
+[ $s = 0 ] && [ "$r" = 0-1 ]; check write_subset_canonical2 $? "wrote 1,0 read $r"
+wr "0-3"; s=$?; r=$(rd)
+[ $s = 0 ] && [ "$r" = 0-3 ]; check write_all $? "wrote 0-3 read $r"
+
+# --- busy loops fold onto the preferred CPUs --------------------------------
+# Start them with CPU 2 as the only preferred CPU, so that all four are
+# on CPU 2 and each one has to be pushed off when the set moves to 0-1.
+wr "2"
+pids=
+for i in 1 2 3 4; do spin; pids="$pids $!"; done
+sleep 1
+where=; for p in $pids; do where="$where$(cpu_of $p),"; done
+[ "$where" = "2,2,2,2," ]; check spinners_start_on_preferred $? "preferred=2: on CPUs $where"
+p0=$(stat_get pushes); w0=$(stat_get wakeup_redirects); k0=$(stat_get balance_skips)
+wr "0-1"
+t0=$(now_cs); t=0
+while :; do
+	done_=0
+	for p in $pids; do
+		case $(cpu_of $p) in 0|1) ;; *) done_=1 ;; esac
+	done
+	t=$(( $(now_cs) - t0 ))
+	[ $done_ = 0 ] || [ $t -gt 200 ] && break
+	sleep 0.05
+done
+where=; for p in $pids; do where="$where$(cpu_of $p),"; done
+[ $done_ = 0 ] && [ $t -le 200 ]; check spinners_fold_within_2s $? "after $((t * 10)) ms on CPUs $where"
+
+# and they stay there
+bad=0; seen=
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	for p in $pids; do
+		c=$(cpu_of $p); seen="$seen$c"
+		case $c in 0|1) ;; *) bad=$((bad + 1)) ;; esac
+	done
+	sleep 0.1
+done
+[ $bad = 0 ]; check spinners_stay_preferred $? "40 samples, $bad outside 0-1"
+
+# a few short-lived tasks to exercise wakeup/fork placement
+for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.02; done
+
+# --- a task pinned to a non-preferred CPU stays there -----------------------
+taskset -c 2 sh -c 'while :; do :; done' &
+pin=$!
+sleep 1
+bad=0
+for i in 1 2 3 4 5; do
+	[ "$(cpu_of $pin)" = 2 ] || bad=$((bad + 1))
+	sleep 0.1
+done
+aff=$(taskset -p $pin | awk '{ print $NF }')
+[ $bad = 0 ] && [ "$aff" = 4 ]; check pinned_task_stays $? "cpu=$(cpu_of $pin) mask=$aff misses=$bad"
+kill $pin
+
+p1=$(stat_get pushes); w1=$(stat_get wakeup_redirects); k1=$(stat_get balance_skips)
+kill $pids; wait 2>/dev/null
+info "preferred_stats: $(tr '\n' ' ' < $STATS)"
+[ $((p1 - p0)) -ge 4 ]; check stats_pushes $? "pushes +$((p1 - p0)) (4 spinners left CPU 2)"
+[ $((w1 - w0)) -gt 0 ]; check stats_wakeup_redirects $? "wakeup_redirects +$((w1 - w0))"
+[ $((k1 - k0)) -gt 0 ]; check stats_balance_skips $? "balance_skips +$((k1 - k0))"
+
+# --- invalid writes: EINVAL, mask unchanged ---------------------------------
+wr "0-2"
+# expect_einval NAME VALUE
+expect_einval() {
+	before=$(rd)
+	wr "$2"; s=$?; after=$(rd)
+	case $WERR in *"Invalid argument"*) e=0 ;; *) e=1 ;; esac
+	[ $s != 0 ] && [ $e = 0 ] && [ "$after" = "$before" ]
+	check "$1" $? "wrote '$2' status=$s err='$WERR' mask $before -> $after"
+}
+expect_einval invalid_empty ""
+expect_einval invalid_garbage "garbage"
+expect_einval invalid_out_of_range "7"
+expect_einval invalid_range_beyond "0-9"
+expect_einval invalid_no_housekeeping "3"
+echo 0 > /sys/devices/system/cpu/cpu2/online
+expect_einval invalid_offline_cpu "0,2"
+echo 1 > /sys/devices/system/cpu/cpu2/online
+
+# --- hotplug -------------------------------------------------------------------
+wr "0-2"
+echo 0 > /sys/devices/system/cpu/cpu1/online; s=$?; r=$(rd)
+[ $s = 0 ] && [ "$r" = "0,2" ]; check hotplug_offline_removes $? "offline cpu1: preferred=$r"
+echo 1 > /sys/devices/system/cpu/cpu1/online; s=$?; r=$(rd)
+[ $s = 0 ] && [ "$r" = "0-2" ]; check hotplug_online_adds $? "online cpu1: preferred=$r (documented: re-added)"
+wr "1"; r0=$(rd)
+echo 0 > /sys/devices/system/cpu/cpu1/online; r=$(rd); o=$(cat $ONLINE)
+[ "$r0" = 1 ] && [ "$r" = "$o" ]; check hotplug_last_preferred_falls_back $? "preferred=1, offline cpu1: preferred=$r online=$o"
+echo 1 > /sys/devices/system/cpu/cpu1/online; r=$(rd)
+[ "$r" = 0-3 ]; check hotplug_online_restores $? "online cpu1: preferred=$r"
+
+# --- steal governor ---------------------------------------------------------
+loaded() { grep -q '^steal_governor ' /proc/modules; }
+# expect_refused NAME PARAMS...
+expect_refused() {
+	n=$1; shift
+	out=$(insmod $MOD "$@" 2>&1); s=$?
+	if loaded; then l=1; rmmod steal_governor; else l=0; fi
+	[ $s != 0 ] && [ $l = 0 ]; check "$n" $? "insmod $* status=$s"
+}
+expect_refused governor_refuses_low_ge_high low_threshold=500 high_threshold=200
+expect_refused governor_refuses_low_eq_high low_threshold=300 high_threshold=300
+expect_refused governor_refuses_short_interval interval_ms=99
+expect_refused governor_refuses_high_100pct high_threshold=10000
+
+wr "0-1"
+insmod $MOD interval_ms=100; s=$?; r=$(rd)
+loaded && [ $s = 0 ] && [ "$r" = 0-3 ]; check governor_loads_resets_mask $? "status=$s preferred=$r"
+wr "0-1"; s=$?; r=$(rd)
+case $WERR in *"busy"*) e=0 ;; *) e=1 ;; esac
+[ $s != 0 ] && [ $e = 0 ] && [ "$r" = 0-3 ]; check governor_owns_mask_ebusy $? "status=$s err='$WERR' preferred=$r"
+sleep 1
+r=$(rd)
+# TCG guests have no steal clock: steal stays 0, so the governor holds all CPUs.
+[ "$r" = 0-3 ]; check governor_no_steal_keeps_all $? "steal=$(awk '/^cpu / { print $9 }' /proc/stat) preferred=$r"
+echo 0 > /sys/devices/system/cpu/cpu2/online; r=$(rd)
+echo 1 > /sys/devices/system/cpu/cpu2/online; r2=$(rd)
+[ "$r" = "0-1,3" ] && [ "$r2" = 0-3 ]; check governor_hotplug $? "offline cpu2: $r, online: $r2"
+rmmod steal_governor; s=$?; r=$(rd); o=$(cat $ONLINE)
+! loaded && [ $s = 0 ] && [ "$r" = "$o" ]; check governor_unload_restores_active $? "status=$s preferred=$r online=$o"
+wr "0-1"; s=$?; r=$(rd)
+[ $s = 0 ] && [ "$r" = 0-1 ]; check userspace_owns_after_unload $? "status=$s preferred=$r"
+wr "0-3"
+
+# --- kernel log --------------------------------------------------------------
+bad=$(dmesg | grep -E -c 'WARNING:|BUG:|Oops|Call Trace')
+[ "$bad" = 0 ]; check no_kernel_warnings $? "$bad suspicious dmesg lines"
+[ "$bad" = 0 ] || dmesg | grep -E -A20 'WARNING:|BUG:|Oops' | head -60
+
+echo "KTEST DONE"
