@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* hostd configuration: defaults, file syntax errors naming file and line, domain sections. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "config.h"
+
+static int load(const char *text, char *err, size_t errlen, struct hd_config *c)
+{
+    cfg_defaults(c);
+    return cfg_load_text(c, "hostd.conf", text, err, errlen);
+}
+
+TEST(defaults)
+{
+    struct hd_config c;
+
+    cfg_defaults(&c);
+    CHECK_INT(c.interval_ms, 1000);
+    CHECK_INT(c.shrink_after, 2);
+    CHECK_INT(c.min_cpus, 1);
+    CHECK(c.use_shares);
+    CHECK_STR(c.uri, "qemu:///system");
+    CHECK_STR(c.metrics_listen, "127.0.0.1:9477");
+    CHECK(c.target_utilisation > 0.89 && c.target_utilisation < 0.91);
+}
+
+TEST(values_and_domains)
+{
+    struct hd_config c;
+    char err[256];
+
+    CHECK_INT(load("interval_ms = 500\nheadroom = 0.25\nuse_shares = no\n"
+                   "[domain web]\nweight = 4\n[domain 6695eb01-f6a4-8304-79aa-97f2502e193f]\n"
+                   "opt_out = yes\n", err, sizeof(err), &c), 0);
+    CHECK_INT(c.interval_ms, 500);
+    CHECK(c.headroom > 0.24 && c.headroom < 0.26);
+    CHECK(!c.use_shares);
+    CHECK_INT(c.ndomains, 2);
+    const struct cfg_domain *d = cfg_domain_find(&c, "web", "0000");
+    CHECK(d && d->weight > 3.9 && !d->opt_out);
+    d = cfg_domain_find(&c, "other", "6695EB01-F6A4-8304-79AA-97F2502E193F");
+    CHECK(d && d->opt_out);
+    CHECK(cfg_domain_find(&c, "nobody", "1234") == NULL);
+    cfg_free(&c);
+}
+
+TEST(errors_name_file_and_line)
+{
+    struct hd_config c;
+    char err[256];
+
+    CHECK_INT(load("interval_ms = 1000\nbogus = 1\n", err, sizeof(err), &c), -EINVAL);
+    CHECK_STR(err, "hostd.conf:2: unknown setting \"bogus\"");
+    cfg_free(&c);
+    CHECK(load("\n\ninterval_ms = 5\n", err, sizeof(err), &c) < 0);
+    CHECK(strncmp(err, "hostd.conf:3: interval_ms", 25) == 0);
+    cfg_free(&c);
+    CHECK(load("headroom = lots\n", err, sizeof(err), &c) < 0);
+    CHECK(strncmp(err, "hostd.conf:1: headroom", 22) == 0);
+    cfg_free(&c);
+    CHECK_INT(load("[vm x]\nweight = 1\n", err, sizeof(err), &c), -EINVAL);
+    CHECK_STR(err, "hostd.conf:2: unknown section [vm]");
+    cfg_free(&c);
+    CHECK_INT(load("[domain]\nweight = 1\n", err, sizeof(err), &c), -EINVAL);
+    CHECK_STR(err, "hostd.conf:2: [domain] needs a name or UUID: [domain NAME]");
+    cfg_free(&c);
+    CHECK_INT(load("[domain a]\ncolour = red\n", err, sizeof(err), &c), -EINVAL);
+    CHECK_STR(err, "hostd.conf:2: unknown domain setting \"colour\" (weight, opt_out)");
+    cfg_free(&c);
+    CHECK(load("[domain a]\nweight = 0\n", err, sizeof(err), &c) < 0);
+    CHECK(strncmp(err, "hostd.conf:2: weight", 20) == 0);
+    cfg_free(&c);
+    CHECK(load("use_shares = maybe\n", err, sizeof(err), &c) < 0);
+    cfg_free(&c);
+}
+
+TEST(files)
+{
+    struct hd_config c;
+    char err[256], path[] = "/tmp/test-host-config-XXXXXX";
+    int fd = mkstemp(path);
+
+    cfg_defaults(&c);
+    CHECK_INT(cfg_load_file(&c, "/nonexistent/hostd.conf", false, err, sizeof(err)), 0);
+    CHECK_INT(cfg_load_file(&c, "/nonexistent/hostd.conf", true, err, sizeof(err)), -ENOENT);
+    CHECK_STR(err, "/nonexistent/hostd.conf: no such file");
+    CHECK(fd >= 0);
+    CHECK(write(fd, "min_cpus = 2\nmin_cpus = 0\n", 26) == 26);
+    close(fd);
+    CHECK(cfg_load_file(&c, path, true, err, sizeof(err)) < 0);
+    char want[128];
+    snprintf(want, sizeof(want), "%s:2: min_cpus", path);
+    CHECK(strncmp(err, want, strlen(want)) == 0);
+    unlink(path);
+    /* the command line has the last word and is checked the same way */
+    CHECK_INT(cfg_set(&c, "interval_ms", "250", err, sizeof(err)), 0);
+    CHECK_INT(c.interval_ms, 250);
+    CHECK(cfg_set(&c, "interval_ms", "99", err, sizeof(err)) < 0);
+    c.record[0] = 'x';
+    c.replay[0] = 'y';
+    CHECK_INT(cfg_check(&c, err, sizeof(err)), -EINVAL);
+    cfg_free(&c);
+}

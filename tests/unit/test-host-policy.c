@@ -1,0 +1,553 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Policy scenarios: models built by hand, decisions checked against DESIGN.md §3. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "config.h"
+#include "model.h"
+#include "policy.h"
+
+struct bed {
+    struct model m;
+    struct hd_config cfg;
+    struct pol_decision *dec; /* the latest decisions */
+    unsigned ndec;
+};
+
+static void bed_init(struct bed *b, unsigned npcpu, unsigned ndom)
+{
+    memset(b, 0, sizeof(*b));
+    cfg_defaults(&b->cfg);
+    b->m.npcpu = npcpu;
+    b->m.interval_s = 1;
+    b->m.ndom = ndom;
+    b->m.dom = calloc(ndom, sizeof(*b->m.dom));
+    b->m.pcpu_busy = calloc(npcpu, sizeof(double));
+    b->m.pcpu_wait = calloc(npcpu, sizeof(double));
+    b->m.pcpu_contention = calloc(npcpu, sizeof(double));
+    b->m.pcpu_rqwait = calloc(npcpu, sizeof(double));
+}
+
+/* Domain i: nvcpu vCPUs each running run and waiting wait; affinity a cpulist for all of
+ * them, "pin" = vCPU v pinned to pCPU pin_base + v, NULL = every host CPU. */
+static struct model_dom *bed_dom(struct bed *b, unsigned i, const char *name, unsigned nvcpu,
+                                 double run, double wait, const char *affinity)
+{
+    struct model_dom *d = &b->m.dom[i];
+
+    free(d->vcpu);
+    memset(d, 0, sizeof(*d));
+    snprintf(d->name, sizeof(d->name), "%s", name);
+    snprintf(d->uuid, sizeof(d->uuid), "00000000-0000-0000-0000-%012u", i);
+    d->threads = 1;
+    d->nvcpu = nvcpu;
+    d->measured = true;
+    d->vcpu = calloc(nvcpu, sizeof(*d->vcpu));
+    for (unsigned v = 0; v < nvcpu; v++) {
+        d->vcpu[v] = (struct model_vcpu){.id = v, .run = run, .wait = wait, .measured = true,
+                                         .home = -1};
+    }
+    if (affinity && strcmp(affinity, "pin") == 0) {
+        for (unsigned v = 0; v < nvcpu; v++) {
+            d->vcpu[v].home = (int)(v % b->m.npcpu);
+            pset_set(&d->span, v % b->m.npcpu);
+        }
+    } else if (affinity) {
+        ch_cpuset cs;
+        ch_cpulist_parse(affinity, strlen(affinity), &cs);
+        pset_from_cpuset(&d->span, &cs);
+        for (unsigned v = 0; v < nvcpu; v++)
+            d->vcpu[v].home = pset_next(&d->span, 0);
+    } else {
+        for (unsigned p = 0; p < b->m.npcpu; p++)
+            pset_set(&d->span, p);
+        for (unsigned v = 0; v < nvcpu; v++)
+            d->vcpu[v].home = (int)(v % b->m.npcpu);
+    }
+    return d;
+}
+
+/* Sums, per-pCPU contention and pools, as model_build would derive them. */
+static void bed_finish(struct bed *b)
+{
+    for (unsigned p = 0; p < b->m.npcpu; p++)
+        b->m.pcpu_busy[p] = b->m.pcpu_wait[p] = 0;
+    for (unsigned i = 0; i < b->m.ndom; i++) {
+        struct model_dom *d = &b->m.dom[i];
+        d->run = d->wait = d->demand = 0;
+        for (unsigned v = 0; v < d->nvcpu; v++) {
+            struct model_vcpu *mv = &d->vcpu[v];
+            mv->demand = mv->halted ? 0 : mv->run + mv->wait;
+            d->run += mv->run;
+            d->wait += mv->wait;
+            d->demand += mv->demand;
+            if (mv->home >= 0) {
+                b->m.pcpu_busy[mv->home] += mv->run;
+                b->m.pcpu_wait[mv->home] += mv->wait;
+            }
+        }
+    }
+    for (unsigned p = 0; p < b->m.npcpu; p++)
+        b->m.pcpu_contention[p] = b->m.pcpu_busy[p] + b->m.pcpu_wait[p];
+    model_pools(&b->m);
+}
+
+static void step(struct bed *b)
+{
+    struct pol_decision *out = calloc(b->m.ndom, sizeof(*out));
+
+    bed_finish(b);
+    CHECK_INT(pol_step(&b->m, &b->cfg, b->dec, b->ndec, out), 0);
+    free(b->dec);
+    b->dec = out;
+    b->ndec = b->m.ndom;
+}
+
+static void bed_free(struct bed *b)
+{
+    model_free(&b->m);
+    free(b->dec);
+    cfg_free(&b->cfg);
+}
+
+static const char *pref(const struct bed *b, unsigned i)
+{
+    static char buf[4][256];
+    static unsigned k;
+    char *s = buf[k++ % 4];
+
+    ch_cpulist_format(&b->dec[i].preferred, s, 256);
+    return s;
+}
+
+TEST(no_contention_keeps_every_vcpu)
+{
+    struct bed b;
+
+    bed_init(&b, 4, 2);
+    bed_dom(&b, 0, "a", 2, 0.6, 0.1, NULL);
+    bed_dom(&b, 1, "b", 4, 0.3, 0.0, NULL);
+    for (int s = 0; s < 3; s++)
+        step(&b);
+    CHECK_STR(pref(&b, 0), "0-1");
+    CHECK_STR(pref(&b, 1), "0-3");
+    CHECK_STR(pol_reason_name(b.dec[0].reason), "uncontended");
+    CHECK(!b.dec[0].contended);
+    CHECK(b.dec[1].entitlement > 1.19 && b.dec[1].entitlement < 1.21);
+    bed_free(&b);
+}
+
+TEST(overcommit_2x_shrinks_after_persistence)
+{
+    struct bed b;
+
+    bed_init(&b, 2, 2);
+    bed_dom(&b, 0, "a", 2, 0.5, 0.5, NULL);
+    bed_dom(&b, 1, "b", 2, 0.5, 0.5, NULL);
+    step(&b);
+    /* capacity 1.8, entitlement 0.9 each -> ceil(0.99) = 1, but only after 2 intervals */
+    CHECK_INT(b.dec[0].target, 1);
+    CHECK_INT(b.dec[0].count, 2);
+    CHECK_STR(pol_reason_name(b.dec[0].reason), "hold");
+    CHECK(b.dec[0].entitlement > 0.899 && b.dec[0].entitlement < 0.901);
+    step(&b);
+    CHECK_INT(b.dec[0].count, 1);
+    CHECK_INT(b.dec[1].count, 1);
+    CHECK_STR(pref(&b, 0), "0");
+    CHECK_STR(pref(&b, 1), "0");
+    CHECK_STR(pol_reason_name(b.dec[1].reason), "fair-share");
+    CHECK(b.dec[1].contended);
+    bed_free(&b);
+}
+
+TEST(overcommit_4x)
+{
+    struct bed b;
+
+    bed_init(&b, 2, 4);
+    for (unsigned i = 0; i < 4; i++)
+        bed_dom(&b, i, "vm", 2, 0.25, 0.75, NULL);
+    step(&b);
+    step(&b);
+    for (unsigned i = 0; i < 4; i++) {
+        CHECK_INT(b.dec[i].count, 1);
+        CHECK(b.dec[i].entitlement > 0.449 && b.dec[i].entitlement < 0.451);
+    }
+    bed_free(&b);
+
+    /* 2 VMs x 8 busy vCPUs on 4 pCPUs: 3.6 / 2 = 1.8 each -> ceil(1.98) = 2 */
+    bed_init(&b, 4, 2);
+    bed_dom(&b, 0, "a", 8, 0.25, 0.75, NULL);
+    bed_dom(&b, 1, "b", 8, 0.25, 0.75, NULL);
+    b.cfg.shrink_after = 1;
+    step(&b);
+    CHECK_INT(b.dec[0].count, 2);
+    CHECK_INT(b.dec[1].count, 2);
+    CHECK(ch_cpuset_test(&b.dec[0].preferred, 0));
+    bed_free(&b);
+}
+
+TEST(unequal_weights)
+{
+    struct bed b;
+    char err[256];
+
+    /* configured weights 3 : 1 */
+    bed_init(&b, 4, 2);
+    bed_dom(&b, 0, "heavy", 4, 0.5, 0.5, NULL);
+    bed_dom(&b, 1, "light", 4, 0.5, 0.5, NULL);
+    CHECK_INT(cfg_load_text(&b.cfg, "t", "[domain heavy]\nweight = 3\n[domain light]\nweight = 1\n",
+                            err, sizeof(err)), 0);
+    b.cfg.shrink_after = 1;
+    step(&b);
+    CHECK(b.dec[0].entitlement > 2.69 && b.dec[0].entitlement < 2.71);
+    CHECK(b.dec[1].entitlement > 0.89 && b.dec[1].entitlement < 0.91);
+    CHECK_INT(b.dec[0].count, 3);
+    CHECK_INT(b.dec[1].count, 1);
+    bed_free(&b);
+
+    /* default weight = vCPU count: 6 and 2 vCPUs share 3.6 as 2.7 and 0.9 */
+    bed_init(&b, 4, 2);
+    bed_dom(&b, 0, "six", 6, 0.6, 0.4, NULL);
+    bed_dom(&b, 1, "two", 2, 0.6, 0.4, NULL);
+    b.cfg.shrink_after = 1;
+    step(&b);
+    CHECK_INT(b.dec[0].count, 3);
+    CHECK_INT(b.dec[1].count, 1);
+    bed_free(&b);
+
+    /* max-min: a small demand is met in full, the rest goes to the big one */
+    bed_init(&b, 4, 2);
+    bed_dom(&b, 0, "small", 4, 0.125, 0.0, NULL);
+    bed_dom(&b, 1, "big", 4, 0.6, 0.4, NULL);
+    b.cfg.shrink_after = 1;
+    step(&b);
+    CHECK(b.dec[0].entitlement > 0.499 && b.dec[0].entitlement < 0.501);
+    CHECK(b.dec[1].entitlement > 3.099 && b.dec[1].entitlement < 3.101);
+    CHECK_INT(b.dec[1].count, 4);
+    bed_free(&b);
+
+    /* <shares> 3072 vs 1024 counts as weights 3 and 1, unless use_shares = no */
+    bed_init(&b, 4, 2);
+    bed_dom(&b, 0, "s3", 4, 0.5, 0.5, NULL)->shares = 3072;
+    bed_dom(&b, 1, "s1", 4, 0.5, 0.5, NULL)->shares = 1024;
+    b.cfg.shrink_after = 1;
+    step(&b);
+    CHECK_INT(b.dec[0].count, 3);
+    CHECK_INT(b.dec[1].count, 1);
+    b.cfg.use_shares = false;
+    step(&b);
+    CHECK_INT(b.dec[0].target, 2);
+    CHECK_INT(b.dec[1].target, 2);
+    bed_free(&b);
+}
+
+TEST(pinned_vcpus_prefer_least_contended_pcpus)
+{
+    struct bed b;
+    char err[256];
+
+    /* a: vCPU v pinned to pCPU v; b: two busy vCPUs pinned to pCPUs 1 and 2 */
+    bed_init(&b, 4, 2);
+    bed_dom(&b, 0, "a", 4, 0.6, 0.4, "pin");
+    struct model_dom *d = bed_dom(&b, 1, "b", 2, 0.9, 0.1, "1-2");
+    d->vcpu[0].home = 1;
+    d->vcpu[1].home = 2;
+    CHECK_INT(cfg_load_text(&b.cfg, "t", "[domain b]\nweight = 6\n", err, sizeof(err)), 0);
+    b.cfg.shrink_after = 1;
+    step(&b);
+    CHECK_INT(b.m.npool, 1);
+    CHECK_INT(b.dec[0].count, 2);
+    CHECK_STR(pref(&b, 0), "0,3");
+    bed_free(&b);
+}
+
+TEST(pinned_vms_spread_over_pcpus)
+{
+    struct bed b;
+
+    bed_init(&b, 4, 2);
+    bed_dom(&b, 0, "a", 4, 0.5, 0.5, "pin");
+    bed_dom(&b, 1, "b", 4, 0.5, 0.5, "pin");
+    b.cfg.shrink_after = 1;
+    step(&b);
+    CHECK_INT(b.dec[0].count, 2);
+    CHECK_INT(b.dec[1].count, 2);
+    CHECK(ch_cpuset_test(&b.dec[0].preferred, 0));
+    CHECK(ch_cpuset_test(&b.dec[1].preferred, 0));
+    /* the second preferred vCPU of each VM sits on a different pCPU */
+    ch_cpuset both;
+    ch_cpuset_and(&both, &b.dec[0].preferred, &b.dec[1].preferred);
+    CHECK_INT(ch_cpuset_count(&both), 1);
+    bed_free(&b);
+}
+
+TEST(floating_and_separate_pools)
+{
+    struct bed b;
+
+    /* a pinned to 0-1 and busy, c pinned to 2-3 and light: two pools, only a's contended */
+    bed_init(&b, 4, 2);
+    bed_dom(&b, 0, "a", 4, 0.5, 0.5, "0-1");
+    bed_dom(&b, 1, "c", 4, 0.1, 0.0, "2-3");
+    b.cfg.shrink_after = 1;
+    step(&b);
+    CHECK_INT(b.m.npool, 2);
+    CHECK(b.dec[0].contended);
+    CHECK(!b.dec[1].contended);
+    CHECK_INT(b.dec[0].count, 2); /* 1.8 -> ceil(1.98) */
+    CHECK_INT(b.dec[1].count, 4);
+    bed_free(&b);
+
+    /* floating VMs form one pool of every host CPU */
+    bed_init(&b, 4, 3);
+    for (unsigned i = 0; i < 3; i++)
+        bed_dom(&b, i, "f", 4, 0.5, 0.5, NULL);
+    b.cfg.shrink_after = 1;
+    step(&b);
+    CHECK_INT(b.m.npool, 1);
+    CHECK_INT(b.m.pool[0].ncpu, 4);
+    for (unsigned i = 0; i < 3; i++)
+        CHECK_INT(b.dec[i].count, 2); /* 3.6 / 3 = 1.2 -> ceil(1.32) */
+    bed_free(&b);
+}
+
+TEST(smt_siblings_stay_together)
+{
+    struct bed b;
+
+    bed_init(&b, 4, 2);
+    bed_dom(&b, 0, "smt", 8, 0.4, 0.6, NULL)->threads = 2;
+    bed_dom(&b, 1, "other", 8, 0.4, 0.6, NULL);
+    b.cfg.shrink_after = 1;
+    step(&b);
+    /* 1.8 -> 2 vCPUs = one core */
+    CHECK_INT(b.dec[0].count, 2);
+    CHECK_STR(pref(&b, 0), "0-1");
+    /* an entitlement worth 3 vCPUs rounds up to 2 whole cores */
+    bed_free(&b);
+    bed_init(&b, 8, 2);
+    bed_dom(&b, 0, "smt", 8, 0.4, 0.6, NULL)->threads = 2;
+    bed_dom(&b, 1, "other", 8, 0.4, 0.6, NULL)->threads = 2;
+    b.cfg.target_utilisation = 0.6; /* 4.8 / 2 = 2.4 -> ceil(2.64) = 3 -> 4 */
+    b.cfg.shrink_after = 1;
+    step(&b);
+    CHECK_INT(b.dec[0].target, 4);
+    CHECK_INT(b.dec[0].count, 4);
+    for (unsigned c = 0; c < 8; c += 2)
+        CHECK(ch_cpuset_test(&b.dec[0].preferred, c) == ch_cpuset_test(&b.dec[0].preferred, c + 1));
+    CHECK(ch_cpuset_test(&b.dec[0].preferred, 0));
+    bed_free(&b);
+}
+
+TEST(opt_out_gets_everything_and_keeps_its_share)
+{
+    struct bed b;
+    char err[256];
+
+    bed_init(&b, 2, 2);
+    bed_dom(&b, 0, "shy", 2, 0.5, 0.5, NULL);
+    bed_dom(&b, 1, "b", 2, 0.5, 0.5, NULL);
+    CHECK_INT(cfg_load_text(&b.cfg, "t", "[domain 00000000-0000-0000-0000-000000000000]\n"
+                                         "opt_out = yes\n", err, sizeof(err)), 0);
+    b.cfg.shrink_after = 1;
+    step(&b);
+    CHECK(b.dec[0].opt_out);
+    CHECK_STR(pol_reason_name(b.dec[0].reason), "opt-out");
+    CHECK_INT(b.dec[0].count, 2);
+    CHECK_INT(b.dec[1].count, 1);
+    CHECK(b.dec[1].entitlement > 0.899 && b.dec[1].entitlement < 0.901);
+    bed_free(&b);
+}
+
+TEST(hysteresis_shrinks_late_grows_at_once)
+{
+    struct bed b;
+
+    bed_init(&b, 2, 2);
+    bed_dom(&b, 0, "a", 2, 0.5, 0.5, NULL);
+    bed_dom(&b, 1, "b", 2, 0.5, 0.5, NULL);
+    b.cfg.shrink_after = 3;
+    step(&b);
+    step(&b);
+    CHECK_INT(b.dec[0].count, 2);
+    CHECK_INT(b.dec[0].shrink_streak, 2);
+    step(&b);
+    CHECK_INT(b.dec[0].count, 1);
+    /* b goes idle: a grows back in the same interval */
+    bed_dom(&b, 0, "a", 2, 0.5, 0.2, NULL);
+    bed_dom(&b, 1, "b", 2, 0.01, 0.0, NULL);
+    b.dec[0].shrink_streak = 0;
+    step(&b);
+    CHECK_INT(b.dec[0].count, 2);
+    CHECK_STR(pol_reason_name(b.dec[0].reason), "uncontended");
+    bed_free(&b);
+
+    /* contention that comes and goes never persists long enough to shrink anybody */
+    bed_init(&b, 2, 2);
+    for (int s = 0; s < 10; s++) {
+        double r = s % 2 ? 0.3 : 0.5, w = s % 2 ? 0.0 : 0.5;
+        bed_dom(&b, 0, "a", 2, r, w, NULL);
+        bed_dom(&b, 1, "b", 2, r, w, NULL);
+        step(&b);
+        CHECK_INT(b.dec[0].count, 2);
+    }
+    bed_free(&b);
+}
+
+/*
+ * A closed loop: each VM has `threads` busy tasks that its guest packs onto its preferred
+ * vCPUs; the host shares its pCPUs evenly among the busy vCPU threads.  Returns the number of
+ * preferred-set changes after the warm-up.
+ */
+static unsigned closed_loop(struct bed *b, const unsigned *busy, unsigned steps, unsigned warmup)
+{
+    unsigned changes = 0;
+
+    for (unsigned s = 0; s < steps; s++) {
+        unsigned runnable = 0;
+        for (unsigned i = 0; i < b->m.ndom; i++) {
+            unsigned k = b->dec ? b->dec[i].count : b->m.dom[i].nvcpu;
+            runnable += busy[i] < k ? busy[i] : k;
+        }
+        double share = runnable ? (double)b->m.npcpu / runnable : 1;
+        if (share > 1)
+            share = 1;
+        for (unsigned i = 0; i < b->m.ndom; i++) {
+            struct model_dom *d = &b->m.dom[i];
+            unsigned placed = 0;
+            for (unsigned v = 0; v < d->nvcpu; v++) {
+                bool pref = !b->dec || ch_cpuset_test(&b->dec[i].preferred, d->vcpu[v].id);
+                bool on = pref && placed < busy[i];
+                placed += on;
+                d->vcpu[v].run = on ? share : 0;
+                d->vcpu[v].wait = on ? 1 - share : 0;
+                d->vcpu[v].halted = !on;
+            }
+        }
+        struct pol_decision *old = NULL;
+        if (b->dec) {
+            old = malloc(b->ndec * sizeof(*old));
+            memcpy(old, b->dec, b->ndec * sizeof(*old));
+        }
+        step(b);
+        for (unsigned i = 0; old && s >= warmup && i < b->m.ndom; i++)
+            changes += !ch_cpuset_equal(&old[i].preferred, &b->dec[i].preferred);
+        free(old);
+    }
+    return changes;
+}
+
+TEST(censored_demand_does_not_flap)
+{
+    struct bed b;
+    unsigned busy[2] = {4, 4};
+
+    bed_init(&b, 2, 2);
+    bed_dom(&b, 0, "a", 4, 0, 0, NULL);
+    bed_dom(&b, 1, "b", 4, 0, 0, NULL);
+    CHECK_INT(closed_loop(&b, busy, 60, 5), 0);
+    CHECK_INT(b.dec[0].count, 1);
+    CHECK_INT(b.dec[1].count, 1);
+    CHECK(b.dec[0].censored);
+    /* b goes idle: a's saturated preferred set grows at once into the capacity really freed
+     * (both pCPUs; four busy vCPUs on two pCPUs would only queue behind each other), and
+     * then stays put */
+    busy[1] = 0;
+    closed_loop(&b, busy, 1, 0);
+    CHECK_INT(b.dec[0].count, 2);
+    CHECK_INT(closed_loop(&b, busy, 60, 0), 0);
+    CHECK_INT(b.dec[0].count, 2);
+    bed_free(&b);
+
+    /* a light VM next to a busy one: the busy one gets what is really free, no more */
+    bed_init(&b, 4, 2);
+    bed_dom(&b, 0, "busy", 8, 0, 0, NULL);
+    bed_dom(&b, 1, "light", 8, 0, 0, NULL);
+    unsigned busy2[2] = {8, 1};
+    CHECK_INT(closed_loop(&b, busy2, 80, 10), 0);
+    /* 3.6 shared 1 : 2.6 -> light keeps ceil(1.1) = 2, busy ceil(2.86) = 3 */
+    CHECK_INT(b.dec[0].count, 3);
+    CHECK_INT(b.dec[1].count, 2);
+    bed_free(&b);
+}
+
+TEST(halted_vcpus_demand_nothing)
+{
+    struct bed b;
+
+    bed_init(&b, 2, 2);
+    struct model_dom *d = bed_dom(&b, 0, "a", 4, 0.5, 0.5, NULL);
+    d->vcpu[2].halted = d->vcpu[3].halted = true;
+    bed_dom(&b, 1, "idle", 4, 0.0, 0.0, NULL);
+    step(&b);
+    CHECK(b.dec[0].demand > 1.99 && b.dec[0].demand < 2.01);
+    bed_free(&b);
+}
+
+TEST(non_compliance_is_marked)
+{
+    struct bed b;
+
+    bed_init(&b, 2, 2);
+    bed_dom(&b, 0, "rebel", 2, 0.5, 0.5, NULL);
+    bed_dom(&b, 1, "good", 2, 0.5, 0.5, NULL);
+    b.cfg.shrink_after = 1;
+    step(&b); /* hint: {0} for both */
+    CHECK_INT(b.dec[0].count, 1);
+    /* rebel keeps using vCPU 1; good halts it */
+    b.m.dom[1].vcpu[1].run = b.m.dom[1].vcpu[1].wait = 0;
+    b.m.dom[1].vcpu[1].halted = true;
+    step(&b); /* grace interval */
+    CHECK_INT(b.dec[0].violations, 0);
+    step(&b);
+    step(&b);
+    CHECK_INT(b.dec[0].violations, 2);
+    CHECK(!b.dec[0].non_compliant);
+    step(&b);
+    CHECK_INT(b.dec[0].violations, 3);
+    CHECK(b.dec[0].non_compliant);
+    CHECK(!b.dec[1].non_compliant);
+    CHECK_INT(b.dec[1].violations, 0);
+    /* it complies: the mark goes */
+    b.m.dom[0].vcpu[1].run = 0.01;
+    step(&b);
+    CHECK(!b.dec[0].non_compliant);
+    bed_free(&b);
+}
+
+TEST(unmeasured_domain_keeps_previous_decision)
+{
+    struct bed b;
+
+    bed_init(&b, 2, 2);
+    bed_dom(&b, 0, "a", 2, 0.5, 0.5, NULL);
+    bed_dom(&b, 1, "b", 2, 0.5, 0.5, NULL);
+    b.cfg.shrink_after = 1;
+    step(&b);
+    CHECK_INT(b.dec[0].count, 1);
+    b.m.dom[0].measured = false;
+    step(&b);
+    CHECK_STR(pol_reason_name(b.dec[0].reason), "no-data");
+    CHECK_INT(b.dec[0].count, 1);
+    CHECK_STR(pref(&b, 0), "0");
+    bed_free(&b);
+}
+
+TEST(min_cpus_and_vcpu_zero)
+{
+    struct bed b;
+
+    bed_init(&b, 2, 2);
+    bed_dom(&b, 0, "a", 4, 0.25, 0.75, "pin");
+    bed_dom(&b, 1, "b", 4, 0.25, 0.75, "pin");
+    b.cfg.min_cpus = 2;
+    b.cfg.shrink_after = 1;
+    /* vCPU 0's pCPU is the most contended, it is still chosen */
+    b.m.dom[0].vcpu[0].wait = 0.99;
+    step(&b);
+    CHECK_INT(b.dec[0].count, 2);
+    CHECK(ch_cpuset_test(&b.dec[0].preferred, 0));
+    bed_free(&b);
+}
