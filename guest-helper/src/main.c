@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * corehint-guestd: wiring only.  Options and config, then log, event base, control (the
+ * state machine) and port in dependency order; the loop; shutdown in reverse.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "control.h"
+#include "corehint/log.h"
+#include "corehint/proto.h"
+#include "fallback.h"
+#include "port.h"
+#include "sysfs.h"
+
+struct daemon {
+    int argc;
+    char **argv;
+    struct config cfg[2]; /* the one in force and the one a reload builds */
+    unsigned cur;
+    struct event_base *base;
+    struct control *control;
+    struct port *port;
+};
+
+static void on_stop(evutil_socket_t sig, short what, void *arg)
+{
+    struct daemon *d = arg;
+
+    log_msg(LOG_LVL_INFO, "signal %d: stopping", (int)sig);
+    event_base_loopexit(d->base, NULL);
+}
+
+static void on_reload(evutil_socket_t sig, short what, void *arg)
+{
+    struct daemon *d = arg;
+    struct config *next = &d->cfg[d->cur ^ 1];
+    char err[512];
+
+    if (config_load(next, d->argc, d->argv, err, sizeof(err)) < 0) {
+        log_msg(LOG_LVL_ERR, "reload: %s; keeping the configuration in force", err);
+        return;
+    }
+    next->action = d->cfg[d->cur].action;
+    d->cur ^= 1;
+    log_set_level(next->log_level);
+    control_reconfigure(d->control, next);
+    port_reconfigure(d->port, next);
+    log_msg(LOG_LVL_INFO, "reloaded %s", next->file);
+}
+
+static int restore(const struct config *cfg)
+{
+    struct sysfs sys;
+    ch_cpuset online;
+    int rc;
+
+    if ((rc = sysfs_init(&sys, cfg->sysfs_root, cfg->proc_root)) < 0)
+        return rc;
+    fallback_unload_module(cfg, &sys);
+    if (!sysfs_supported(&sys)) {
+        log_msg(LOG_LVL_INFO, "%s does not exist: nothing to restore", sys.preferred);
+        return 0;
+    }
+    if ((rc = sysfs_read_online(&sys, &online)) < 0 ||
+        (rc = sysfs_write_preferred(&sys, &online)) < 0) {
+        log_msg(LOG_LVL_ERR, "cannot restore %s: %s", sys.preferred, strerror(-rc));
+        return rc;
+    }
+    log_msg(LOG_LVL_INFO, "restored every online CPU as preferred");
+    return 0;
+}
+
+static int run(struct daemon *d)
+{
+    const struct config *cfg = &d->cfg[d->cur];
+    struct event *sig[4] = {NULL};
+    int rc = -ENOMEM;
+
+    signal(SIGPIPE, SIG_IGN);
+    d->base = event_base_new();
+    if (!d->base)
+        goto cleanup;
+    d->control = control_new(d->base, cfg);
+    if (!d->control)
+        goto cleanup;
+    d->port = port_new(d->base, cfg, &control_port_ops, d->control);
+    if (!d->port)
+        goto cleanup;
+    control_attach_port(d->control, d->port);
+    sig[0] = evsignal_new(d->base, SIGTERM, on_stop, d);
+    sig[1] = evsignal_new(d->base, SIGINT, on_stop, d);
+    sig[2] = evsignal_new(d->base, SIGHUP, on_reload, d);
+    for (unsigned i = 0; i < 3; i++)
+        if (!sig[i] || event_add(sig[i], NULL) < 0)
+            goto cleanup;
+    if ((rc = control_start(d->control)) < 0)
+        goto cleanup;
+    port_start(d->port);
+    log_msg(LOG_LVL_INFO, "running (port %s, fallback %s, interval %u ms)", cfg->port,
+            config_fallback_name(cfg->fallback), cfg->interval_ms);
+    event_base_dispatch(d->base);
+    rc = control_stop(d->control);
+    if (cfg->action == ACTION_ONCE)
+        rc = control_once_result(d->control, stdout) ? -EAGAIN : 0;
+cleanup:
+    if (rc == -ENOMEM)
+        log_msg(LOG_LVL_ERR, "out of memory during start-up");
+    for (unsigned i = 0; i < 3; i++)
+        if (sig[i])
+            event_free(sig[i]);
+    port_free(d->port);
+    control_free(d->control);
+    if (d->base)
+        event_base_free(d->base);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    static struct daemon d;
+    char err[512];
+    int rc;
+
+    d.argc = argc;
+    d.argv = argv;
+    if (config_load(&d.cfg[0], argc, argv, err, sizeof(err)) < 0) {
+        fprintf(stderr, "corehint-guestd: %s\n", err);
+        return 2;
+    }
+    const struct config *cfg = &d.cfg[0];
+    switch (cfg->action) {
+    case ACTION_HELP:
+        config_usage(stdout, "corehint-guestd");
+        return 0;
+    case ACTION_VERSION:
+        printf("corehint-guestd %s (protocol v%d)\n", COREHINT_VERSION, CH_PROTO_VERSION);
+        return 0;
+    case ACTION_DUMP:
+        config_dump(cfg, stdout);
+        return 0;
+    default:
+        break;
+    }
+    log_init("corehint-guestd", cfg->log_level, cfg->log_syslog);
+    rc = cfg->action == ACTION_RESTORE ? restore(cfg) : run(&d);
+    log_finalise();
+    libevent_global_shutdown();
+    return rc < 0 ? 1 : 0;
+}

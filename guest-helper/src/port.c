@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "port.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "corehint/framer.h"
+#include "corehint/log.h"
+#include "corehint/proto.h"
+
+#define BACKOFF_MIN_MS 100u
+#define BACKOFF_MAX_MS 5000u
+#define OUT_MAX (64u << 10)
+#define READ_CHUNK (64u << 10)
+
+struct port {
+    struct event_base *base;
+    const struct port_ops *ops;
+    void *ctx;
+    char port[PATH_MAX];
+    char dev_root[PATH_MAX];
+    char sysfs_root[PATH_MAX];
+    char path[PATH_MAX]; /* what the last open attempt resolved to */
+
+    int fd;
+    bool is_socket;
+    bool broken; /* a write failed inside a callback: close once the callback returns */
+    struct event *ev_read, *ev_write, *ev_retry, *ev_close;
+    unsigned backoff_ms;
+    int last_err; /* errno of the last failed attempt, to log changes only */
+
+    struct ch_framer framer;
+    char out[OUT_MAX];
+    size_t out_len;
+    struct port_stats stats;
+};
+
+int port_resolve(const char *port, const char *dev_root, const char *sysfs_root, char *out,
+                 size_t outlen)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    int n;
+
+    if (strcmp(port, CONFIG_PORT_AUTO) != 0) {
+        n = snprintf(out, outlen, "%s", port);
+        return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+    }
+    n = snprintf(path, sizeof(path), "%s/virtio-ports/%s", dev_root, CH_PORT_NAME);
+    if (n > 0 && (size_t)n < sizeof(path) && stat(path, &st) == 0) {
+        snprintf(out, outlen, "%s", path);
+        return 0;
+    }
+    /* No udev (a minimal initramfs): find the port by its name attribute. */
+    n = snprintf(path, sizeof(path), "%s/class/virtio-ports", sysfs_root);
+    if (n < 0 || (size_t)n >= sizeof(path))
+        return -ENAMETOOLONG;
+    DIR *d = opendir(path);
+    if (!d)
+        return -ENOENT;
+    int rc = -ENOENT;
+    const struct dirent *e;
+    while ((e = readdir(d))) {
+        char name_path[PATH_MAX], name[64];
+        if (strncmp(e->d_name, "vport", 5) != 0)
+            continue;
+        n = snprintf(name_path, sizeof(name_path), "%s/%s/name", path, e->d_name);
+        if (n < 0 || (size_t)n >= sizeof(name_path))
+            continue;
+        FILE *f = fopen(name_path, "re");
+        if (!f)
+            continue;
+        bool match = fgets(name, sizeof(name), f) && strcspn(name, "\n") == strlen(CH_PORT_NAME) &&
+                     strncmp(name, CH_PORT_NAME, strlen(CH_PORT_NAME)) == 0;
+        fclose(f);
+        if (!match)
+            continue;
+        n = snprintf(out, outlen, "%s/%s", dev_root, e->d_name);
+        rc = n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+        break;
+    }
+    closedir(d);
+    return rc;
+}
+
+static void schedule_retry(struct port *p)
+{
+    struct timeval tv = {.tv_sec = p->backoff_ms / 1000, .tv_usec = (p->backoff_ms % 1000) * 1000};
+
+    evtimer_add(p->ev_retry, &tv);
+    p->backoff_ms = p->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : p->backoff_ms * 2;
+}
+
+static void close_port(struct port *p, const char *why)
+{
+    if (p->fd < 0)
+        return;
+    log_msg(LOG_LVL_INFO, "port %s closed: %s; reopening in %u ms", p->path, why, p->backoff_ms);
+    event_free(p->ev_read);
+    event_free(p->ev_write);
+    p->ev_read = p->ev_write = NULL;
+    close(p->fd);
+    p->fd = -1;
+    p->out_len = 0;
+    p->broken = false;
+    evtimer_del(p->ev_close);
+    ch_framer_reset(&p->framer);
+    schedule_retry(p);
+    p->ops->down(p->ctx);
+}
+
+static int flush(struct port *p)
+{
+    size_t off = 0;
+    int rc = 0;
+
+    while (off < p->out_len) {
+        ssize_t w = p->is_socket ? send(p->fd, p->out + off, p->out_len - off, MSG_NOSIGNAL)
+                                 : write(p->fd, p->out + off, p->out_len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            /* virtio: EAGAIN while no host is connected; the read side sees the hangup. */
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                rc = -errno;
+            break;
+        }
+        off += (size_t)w;
+    }
+    memmove(p->out, p->out + off, p->out_len - off);
+    p->out_len -= off;
+    if (rc == 0 && p->out_len)
+        event_add(p->ev_write, NULL);
+    else
+        event_del(p->ev_write);
+    return rc;
+}
+
+static void on_broken(evutil_socket_t fd, short what, void *arg)
+{
+    struct port *p = arg;
+
+    if (p->broken)
+        close_port(p, "write error");
+}
+
+static void on_write(evutil_socket_t fd, short what, void *arg)
+{
+    struct port *p = arg;
+    int rc = flush(p);
+
+    if (rc < 0)
+        close_port(p, strerror(-rc));
+}
+
+static bool on_line(void *arg, const char *line, size_t len)
+{
+    struct port *p = arg;
+
+    p->ops->line(p->ctx, line, len);
+    return !p->broken && p->fd >= 0;
+}
+
+static void on_read(evutil_socket_t fd, short what, void *arg)
+{
+    static char buf[READ_CHUNK];
+    struct port *p = arg;
+    ssize_t r;
+
+    do {
+        r = read(p->fd, buf, sizeof(buf));
+    } while (r < 0 && errno == EINTR);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return;
+    if (r <= 0) {
+        /* EOF on a socket; on a virtio port the host closed its end (POLLHUP). */
+        close_port(p, r == 0 ? "hangup" : strerror(errno));
+        return;
+    }
+    p->backoff_ms = BACKOFF_MIN_MS; /* the peer is really there */
+    uint64_t before = p->framer.oversized;
+    ch_framer_feed(&p->framer, buf, (size_t)r, on_line, p);
+    for (uint64_t i = before; p->fd >= 0 && !p->broken && i < p->framer.oversized; i++) {
+        log_msg(LOG_LVL_WARN, "port %s: dropped a line longer than %u bytes", p->path,
+                CH_LINE_MAX);
+        p->ops->oversized(p->ctx);
+    }
+    if (p->broken)
+        close_port(p, "write error");
+}
+
+static int open_path(struct port *p, bool *is_socket)
+{
+    struct stat st;
+    int fd;
+
+    if (stat(p->path, &st) < 0)
+        return -errno;
+    if (S_ISCHR(st.st_mode)) {
+        *is_socket = false;
+        fd = open(p->path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        return fd < 0 ? -errno : fd;
+    }
+    if (!S_ISSOCK(st.st_mode))
+        return -ENOTSUP;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(p->path) >= sizeof(sa.sun_path))
+        return -ENAMETOOLONG;
+    strcpy(sa.sun_path, p->path);
+    *is_socket = true;
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    /* A local connect completes at once or fails (EAGAIN: backlog full) - no EINPROGRESS. */
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    return fd;
+}
+
+static void try_open(evutil_socket_t unused, short what, void *arg)
+{
+    struct port *p = arg;
+    bool is_socket = false;
+    int fd;
+
+    if (p->fd >= 0)
+        return;
+    fd = port_resolve(p->port, p->dev_root, p->sysfs_root, p->path, sizeof(p->path));
+    if (fd == 0)
+        fd = open_path(p, &is_socket);
+    if (fd < 0) {
+        if (-fd != p->last_err)
+            log_msg(-fd == ENOENT ? LOG_LVL_INFO : LOG_LVL_WARN,
+                    "port %s: %s; retrying with backoff up to %u ms",
+                    strcmp(p->port, CONFIG_PORT_AUTO) == 0 ? "auto (" CH_PORT_NAME ")" : p->path,
+                    -fd == ENOTSUP ? "not a character device or UNIX socket" : strerror(-fd),
+                    BACKOFF_MAX_MS);
+        else
+            log_msg(LOG_LVL_DEBUG, "port %s: %s", p->path, strerror(-fd));
+        p->last_err = -fd;
+        schedule_retry(p);
+        return;
+    }
+    p->ev_read = event_new(p->base, fd, EV_READ | EV_PERSIST, on_read, p);
+    p->ev_write = event_new(p->base, fd, EV_WRITE | EV_PERSIST, on_write, p);
+    if (!p->ev_read || !p->ev_write || event_add(p->ev_read, NULL) < 0) {
+        log_msg(LOG_LVL_ERR, "port %s: cannot register events", p->path);
+        event_free(p->ev_read);
+        event_free(p->ev_write);
+        p->ev_read = p->ev_write = NULL;
+        close(fd);
+        schedule_retry(p);
+        return;
+    }
+    p->fd = fd;
+    p->is_socket = is_socket;
+    p->last_err = 0;
+    p->stats.opens++;
+    if (is_socket)
+        p->backoff_ms = BACKOFF_MIN_MS; /* somebody accepted */
+    log_msg(LOG_LVL_INFO, "port %s open (%s)", p->path, is_socket ? "UNIX socket" : "character device");
+    p->ops->up(p->ctx);
+}
+
+struct port *port_new(struct event_base *base, const struct config *cfg,
+                      const struct port_ops *ops, void *ctx)
+{
+    struct port *p = calloc(1, sizeof(*p));
+
+    if (!p)
+        return NULL;
+    p->base = base;
+    p->ops = ops;
+    p->ctx = ctx;
+    p->fd = -1;
+    p->backoff_ms = BACKOFF_MIN_MS;
+    ch_framer_init(&p->framer);
+    p->ev_retry = evtimer_new(base, try_open, p);
+    p->ev_close = evtimer_new(base, on_broken, p);
+    if (!p->ev_retry || !p->ev_close) {
+        if (p->ev_retry)
+            event_free(p->ev_retry);
+        if (p->ev_close)
+            event_free(p->ev_close);
+        free(p);
+        return NULL;
+    }
+    port_reconfigure(p, cfg);
+    return p;
+}
+
+void port_start(struct port *p)
+{
+    try_open(-1, 0, p);
+}
+
+void port_reconfigure(struct port *p, const struct config *cfg)
+{
+    bool changed = strcmp(p->port, cfg->port) != 0 || strcmp(p->dev_root, cfg->dev_root) != 0 ||
+                   strcmp(p->sysfs_root, cfg->sysfs_root) != 0;
+
+    snprintf(p->port, sizeof(p->port), "%s", cfg->port);
+    snprintf(p->dev_root, sizeof(p->dev_root), "%s", cfg->dev_root);
+    snprintf(p->sysfs_root, sizeof(p->sysfs_root), "%s", cfg->sysfs_root);
+    if (changed && p->fd >= 0) {
+        p->backoff_ms = 0; /* reopen on the next loop iteration */
+        close_port(p, "port changed by configuration reload");
+        p->backoff_ms = BACKOFF_MIN_MS;
+    }
+}
+
+int port_send(struct port *p, const char *buf, size_t len)
+{
+    if (p->fd < 0 || p->broken)
+        return -ENOTCONN;
+    if (len > OUT_MAX - p->out_len) {
+        /* The host does not read: keep what is queued (whole lines), drop this one. */
+        if (p->stats.dropped_msgs++ % 1000 == 0)
+            log_msg(LOG_LVL_WARN, "port %s: output buffer full, %llu message(s) dropped",
+                    p->path, (unsigned long long)p->stats.dropped_msgs);
+        return -ENOBUFS;
+    }
+    memcpy(p->out + p->out_len, buf, len);
+    p->out_len += len;
+    if (event_pending(p->ev_write, EV_WRITE, NULL))
+        return 0; /* already waiting for room */
+    int rc = flush(p);
+    if (rc < 0) {
+        /* Not closed here: the caller may be inside the read callback's framer loop. */
+        static const struct timeval now = {0, 0};
+        p->broken = true;
+        evtimer_add(p->ev_close, &now);
+    }
+    return 0;
+}
+
+bool port_connected(const struct port *p)
+{
+    return p->fd >= 0;
+}
+
+void port_get_stats(const struct port *p, struct port_stats *out)
+{
+    *out = p->stats;
+    out->oversized = p->framer.oversized;
+    out->lines = p->framer.lines;
+}
+
+void port_free(struct port *p)
+{
+    if (!p)
+        return;
+    if (p->fd >= 0) {
+        event_free(p->ev_read);
+        event_free(p->ev_write);
+        close(p->fd);
+    }
+    event_free(p->ev_retry);
+    event_free(p->ev_close);
+    free(p);
+}

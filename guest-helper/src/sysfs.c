@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "sysfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int join(char *dst, const char *root, const char *rel)
+{
+    int n = snprintf(dst, PATH_MAX, "%s%s", root, rel);
+    return n < 0 || n >= PATH_MAX ? -ENAMETOOLONG : 0;
+}
+
+int sysfs_init(struct sysfs *s, const char *sysfs_root, const char *proc_root)
+{
+    memset(s, 0, sizeof(*s));
+    if (join(s->root, sysfs_root, "") < 0 ||
+        join(s->preferred, sysfs_root, "/devices/system/cpu/preferred") < 0 ||
+        join(s->online, sysfs_root, "/devices/system/cpu/online") < 0 ||
+        join(s->cpu_dir, sysfs_root, "/devices/system/cpu") < 0 ||
+        join(s->proc_stat, proc_root, "/stat") < 0)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+/* Read a small file whole into buf (NUL-terminated); returns its length or -errno. */
+static int read_small(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    size_t len = 0;
+    int rc;
+
+    if (fd < 0)
+        return -errno;
+    for (;;) {
+        if (len + 1 >= size) {
+            rc = -EFBIG;
+            goto cleanup;
+        }
+        ssize_t r = read(fd, buf + len, size - 1 - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            rc = -errno;
+            goto cleanup;
+        }
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    buf[len] = '\0';
+    rc = (int)len;
+cleanup:
+    close(fd);
+    return rc;
+}
+
+static int read_cpulist(const char *path, ch_cpuset *out)
+{
+    char buf[CH_CPULIST_MAX_LEN + 2];
+    int n = read_small(path, buf, sizeof(buf));
+
+    ch_cpuset_zero(out);
+    if (n < 0)
+        return n;
+    return ch_cpulist_parse_sysfs(buf, (size_t)n, out);
+}
+
+bool sysfs_supported(const struct sysfs *s)
+{
+    struct stat st;
+    return stat(s->preferred, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool sysfs_writable(const struct sysfs *s)
+{
+    /* Opening for writing without writing changes nothing, and kernfs refuses the open
+     * itself when the attribute has no store method: the honest test, unlike access(). */
+    int fd = open(s->preferred, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    close(fd);
+    return true;
+}
+
+int sysfs_read_preferred(const struct sysfs *s, ch_cpuset *out)
+{
+    return read_cpulist(s->preferred, out);
+}
+
+int sysfs_read_online(const struct sysfs *s, ch_cpuset *out)
+{
+    int rc = read_cpulist(s->online, out);
+    if (rc == 0 && ch_cpuset_empty(out))
+        return -EINVAL;
+    return rc;
+}
+
+int sysfs_write_preferred(const struct sysfs *s, const ch_cpuset *set)
+{
+    char buf[CH_CPULIST_MAX_LEN + 2];
+    ch_cpuset now;
+    int rc, len;
+
+    if (sysfs_read_preferred(s, &now) == 0 && ch_cpuset_equal(&now, set))
+        return 1;
+    len = ch_cpulist_format(set, buf, sizeof(buf) - 1);
+    if (len < 0)
+        return len;
+    buf[len++] = '\n';
+    buf[len] = '\0';
+    /* O_TRUNC means nothing to sysfs but keeps a test tree on tmpfs honest. */
+    int fd = open(s->preferred, O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t w;
+    do {
+        w = write(fd, buf, (size_t)len);
+    } while (w < 0 && errno == EINTR);
+    rc = w < 0 ? -errno : (w != len ? -EIO : 0);
+    if (close(fd) < 0 && rc == 0)
+        rc = -errno;
+    if (rc < 0)
+        return rc;
+    if ((rc = sysfs_read_preferred(s, &now)) < 0)
+        return rc;
+    return ch_cpuset_equal(&now, set) ? 0 : -EIO;
+}
+
+int sysfs_read_topology(const struct sysfs *s, const ch_cpuset *online, struct cpu_topology *t)
+{
+    char path[PATH_MAX];
+
+    governor_topology_flat(t);
+    ch_cpuset_foreach(cpu, online)
+    {
+        ch_cpuset sib;
+        int n = snprintf(path, sizeof(path), "%s/cpu%d/topology/thread_siblings_list", s->cpu_dir,
+                         cpu);
+        if (n < 0 || (size_t)n >= sizeof(path))
+            return -ENAMETOOLONG;
+        int rc = read_cpulist(path, &sib);
+        if (rc == -ENOENT)
+            continue;
+        if (rc < 0)
+            return rc;
+        int first = ch_cpuset_next(&sib, 0);
+        /* A list that does not hold the CPU itself is nonsense: keep it alone. */
+        if (first >= 0 && ch_cpuset_test(&sib, (unsigned)cpu))
+            t->core[cpu] = (uint16_t)first;
+    }
+    return 0;
+}
+
+int sysfs_read_cpustat(const struct sysfs *s, struct cpustat *out)
+{
+    return procstat_read(s->proc_stat, out);
+}
+
+int sysfs_sample(const struct sysfs *s, struct sample *out)
+{
+    int rc = sysfs_read_online(s, &out->online);
+
+    if (rc < 0)
+        return rc;
+    out->have_stat = sysfs_read_cpustat(s, &out->stat) == 0;
+    return sysfs_read_topology(s, &out->online, &out->topo);
+}
+
+bool sysfs_module_loaded(const struct sysfs *s, const char *name)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    int n = snprintf(path, sizeof(path), "%s/module/%s", s->root, name);
+
+    return n > 0 && (size_t)n < sizeof(path) && stat(path, &st) == 0;
+}
