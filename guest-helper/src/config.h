@@ -33,14 +33,14 @@ enum config_action {
 
 struct config {
     char file[PATH_MAX];
-    char port[PATH_MAX];        /* "auto", a character device or a UNIX socket */
+    char port[PATH_MAX]; /* "auto", a character device or a UNIX socket */
     char sysfs_root[PATH_MAX];
     char proc_root[PATH_MAX];
-    char dev_root[PATH_MAX];    /* where "auto" looks for port devices */
+    char dev_root[PATH_MAX]; /* where "auto" looks for port devices */
     char modprobe[PATH_MAX];
     enum fallback_kind fallback;
     unsigned interval_ms;
-    unsigned high;              /* steal_pct_x100 */
+    unsigned high; /* steal_pct_x100 */
     unsigned low;
     enum log_level log_level;
     bool log_syslog;

@@ -178,8 +178,8 @@ static void apply_hint(struct control *c, const struct ch_hint *h)
         char list[64];
         if (ch_cpulist_format(&h->cpus, list, sizeof(list)) < 0)
             snprintf(list, sizeof(list), "...");
-        log_msg(LOG_LVL_DEBUG, "hint seq %" PRIu64 " cpus %s lease %" PRIu32 " ms %s", h->seq,
-                list, h->lease_ms, rc == 1 ? "(unchanged)" : "written");
+        log_msg(LOG_LVL_DEBUG, "hint seq %" PRIu64 " cpus %s lease %" PRIu32 " ms %s", h->seq, list,
+                h->lease_ms, rc == 1 ? "(unchanged)" : "written");
     }
     send_status(c);
     if (c->once)
@@ -314,15 +314,16 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         changed |= rc > 0;
         if (rc > 0)
             log_msg(LOG_LVL_INFO, "fallback %s: %s at steal %u.%02u %%",
-                    config_fallback_name(c->fb.kind), governor_action_name(action),
-                    c->steal / 100, c->steal % 100);
+                    config_fallback_name(c->fb.kind), governor_action_name(action), c->steal / 100,
+                    c->steal % 100);
     }
     if (changed)
         send_status(c);
     if (c->once) {
         /* No hint within one interval: that was the fallback step. */
         json_object *o = once_base(c, c->mode == CH_MODE_UNSUPPORTED ? "unsupported" : "fallback");
-        json_object_object_add(o, "fallback", json_object_new_string(config_fallback_name(c->fb.kind)));
+        json_object_object_add(o, "fallback",
+                               json_object_new_string(config_fallback_name(c->fb.kind)));
         json_object_object_add(o, "action", json_object_new_string(governor_action_name(action)));
         once_finish(c, c->mode == CH_MODE_UNSUPPORTED ? 1 : 0, o);
     }
@@ -358,7 +359,7 @@ void control_attach_port(struct control *c, struct port *p)
 static int arm_tick(struct control *c)
 {
     struct timeval tv = {.tv_sec = c->cfg->interval_ms / 1000,
-                         .tv_usec = (c->cfg->interval_ms % 1000) * 1000};
+                         .tv_usec = (suseconds_t)(c->cfg->interval_ms % 1000) * 1000};
     return event_add(c->tick, &tv) < 0 ? -ENOMEM : 0;
 }
 

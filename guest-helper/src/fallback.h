@@ -22,7 +22,7 @@ struct fallback {
     const struct config *cfg;
     const struct sysfs *sys;
     bool active;
-    bool module_ours;       /* we loaded steal_governor and must unload it */
+    bool module_ours;        /* we loaded steal_governor and must unload it */
     enum fallback_kind kind; /* in force while active: kernel degrades to local on failure */
 };
 

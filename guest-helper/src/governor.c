@@ -16,8 +16,7 @@ void governor_core_of(const struct cpu_topology *t, const ch_cpuset *online, uns
     ch_cpuset_zero(core);
     if (cpu >= CH_CPU_MAX)
         return;
-    ch_cpuset_foreach(c, online)
-    {
+    ch_cpuset_foreach (c, online) {
         if (t->core[c] == t->core[cpu])
             ch_cpuset_set(core, (unsigned)c);
     }
@@ -44,8 +43,7 @@ int governor_steal(const struct cpustat *prev, const struct cpustat *cur, const 
     uint64_t steal = 0, total = 0;
 
     *pct_x100 = 0;
-    ch_cpuset_foreach(cpu, online)
-    {
+    ch_cpuset_foreach (cpu, online) {
         if (!ch_cpuset_test(&prev->present, (unsigned)cpu) ||
             !ch_cpuset_test(&cur->present, (unsigned)cpu))
             continue;

@@ -38,8 +38,8 @@ enum hint_verdict hint_check(const struct ch_hint *h, const ch_cpuset *online, u
 
     msg[0] = '\0';
     if (h->seq <= last_seq) {
-        snprintf(msg, msglen, "seq %" PRIu64 " is not above the last applied seq %" PRIu64,
-                 h->seq, last_seq);
+        snprintf(msg, msglen, "seq %" PRIu64 " is not above the last applied seq %" PRIu64, h->seq,
+                 last_seq);
         return HINT_STALE_SEQ;
     }
     if (ch_cpuset_empty(&h->cpus)) {

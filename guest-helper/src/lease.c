@@ -38,7 +38,7 @@ struct lease *lease_new(struct event_base *base, lease_expired_fn fn, void *ctx)
 
 int lease_renew(struct lease *l, uint32_t ms)
 {
-    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (suseconds_t)(ms % 1000) * 1000};
 
     if (evtimer_add(l->timer, &tv) < 0)
         return -ENOMEM;

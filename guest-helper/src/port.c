@@ -95,7 +95,8 @@ int port_resolve(const char *port, const char *dev_root, const char *sysfs_root,
 
 static void schedule_retry(struct port *p)
 {
-    struct timeval tv = {.tv_sec = p->backoff_ms / 1000, .tv_usec = (p->backoff_ms % 1000) * 1000};
+    struct timeval tv = {.tv_sec = p->backoff_ms / 1000,
+                         .tv_usec = (suseconds_t)(p->backoff_ms % 1000) * 1000};
 
     evtimer_add(p->ev_retry, &tv);
     p->backoff_ms = p->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : p->backoff_ms * 2;
@@ -191,8 +192,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     uint64_t before = p->framer.oversized;
     ch_framer_feed(&p->framer, buf, (size_t)r, on_line, p);
     for (uint64_t i = before; p->fd >= 0 && !p->broken && i < p->framer.oversized; i++) {
-        log_msg(LOG_LVL_WARN, "port %s: dropped a line longer than %u bytes", p->path,
-                CH_LINE_MAX);
+        log_msg(LOG_LVL_WARN, "port %s: dropped a line longer than %u bytes", p->path, CH_LINE_MAX);
         p->ops->oversized(p->ctx);
     }
     if (p->broken)
@@ -271,12 +271,13 @@ static void try_open(evutil_socket_t unused, short what, void *arg)
     p->stats.opens++;
     if (is_socket)
         p->backoff_ms = BACKOFF_MIN_MS; /* somebody accepted */
-    log_msg(LOG_LVL_INFO, "port %s open (%s)", p->path, is_socket ? "UNIX socket" : "character device");
+    log_msg(LOG_LVL_INFO, "port %s open (%s)", p->path,
+            is_socket ? "UNIX socket" : "character device");
     p->ops->up(p->ctx);
 }
 
-struct port *port_new(struct event_base *base, const struct config *cfg,
-                      const struct port_ops *ops, void *ctx)
+struct port *port_new(struct event_base *base, const struct config *cfg, const struct port_ops *ops,
+                      void *ctx)
 {
     struct port *p = calloc(1, sizeof(*p));
 
@@ -329,8 +330,8 @@ int port_send(struct port *p, const char *buf, size_t len)
     if (len > OUT_MAX - p->out_len) {
         /* The host does not read: keep what is queued (whole lines), drop this one. */
         if (p->stats.dropped_msgs++ % 1000 == 0)
-            log_msg(LOG_LVL_WARN, "port %s: output buffer full, %llu message(s) dropped",
-                    p->path, (unsigned long long)p->stats.dropped_msgs);
+            log_msg(LOG_LVL_WARN, "port %s: output buffer full, %llu message(s) dropped", p->path,
+                    (unsigned long long)p->stats.dropped_msgs);
         return -ENOBUFS;
     }
     memcpy(p->out + p->out_len, buf, len);

@@ -21,21 +21,21 @@ struct config;
 struct port;
 
 struct port_ops {
-    void (*up)(void *ctx);   /* opened or connected: time to say hello */
+    void (*up)(void *ctx); /* opened or connected: time to say hello */
     void (*line)(void *ctx, const char *line, size_t len);
     void (*oversized)(void *ctx); /* a line over CH_LINE_MAX was dropped */
-    void (*down)(void *ctx); /* closed; a reopen is scheduled */
+    void (*down)(void *ctx);      /* closed; a reopen is scheduled */
 };
 
 struct port_stats {
     uint64_t opens;
     uint64_t lines;
-    uint64_t oversized;     /* lines over CH_LINE_MAX, dropped */
-    uint64_t dropped_msgs;  /* output messages that did not fit the buffer */
+    uint64_t oversized;    /* lines over CH_LINE_MAX, dropped */
+    uint64_t dropped_msgs; /* output messages that did not fit the buffer */
 };
 
-struct port *port_new(struct event_base *base, const struct config *cfg,
-                      const struct port_ops *ops, void *ctx);
+struct port *port_new(struct event_base *base, const struct config *cfg, const struct port_ops *ops,
+                      void *ctx);
 /* Try to open now; failures schedule retries. */
 void port_start(struct port *p);
 /* Take a new config; the port is reopened when its path changed. */

@@ -13,8 +13,8 @@
 #include "corehint/cpulist.h"
 
 struct cpustat {
-    ch_cpuset present;           /* CPUs with a "cpuN" line (the kernel prints online ones) */
-    uint64_t total[CH_CPU_MAX];  /* user..steal: guest time is already inside user/nice */
+    ch_cpuset present;          /* CPUs with a "cpuN" line (the kernel prints online ones) */
+    uint64_t total[CH_CPU_MAX]; /* user..steal: guest time is already inside user/nice */
     uint64_t steal[CH_CPU_MAX];
 };
 

@@ -135,11 +135,10 @@ int sysfs_read_topology(const struct sysfs *s, const ch_cpuset *online, struct c
     char path[PATH_MAX];
 
     governor_topology_flat(t);
-    ch_cpuset_foreach(cpu, online)
-    {
+    ch_cpuset_foreach (cpu, online) {
         ch_cpuset sib;
-        int n = snprintf(path, sizeof(path), "%s/cpu%d/topology/thread_siblings_list", s->cpu_dir,
-                         cpu);
+        int n =
+            snprintf(path, sizeof(path), "%s/cpu%d/topology/thread_siblings_list", s->cpu_dir, cpu);
         if (n < 0 || (size_t)n >= sizeof(path))
             return -ENAMETOOLONG;
         int rc = read_cpulist(path, &sib);

@@ -15,7 +15,7 @@
 #include "procstat.h"
 
 struct sysfs {
-    char root[PATH_MAX];      /* sysfs root, normally /sys */
+    char root[PATH_MAX]; /* sysfs root, normally /sys */
     char preferred[PATH_MAX];
     char online[PATH_MAX];
     char cpu_dir[PATH_MAX];

@@ -24,10 +24,8 @@ static void sim_stat(struct sim *s, struct cpustat *out)
     size_t n = 0;
 
     n += (size_t)snprintf(text + n, sizeof(text) - n, "cpu  1 2 3 4 5 6 7 8 0 0\n");
-    ch_cpuset_foreach(c, &s->online)
-    {
-        n += (size_t)snprintf(text + n, sizeof(text) - n,
-                              "cpu%d %llu 0 0 %llu 0 0 0 %llu 0 0\n", c,
+    ch_cpuset_foreach (c, &s->online) {
+        n += (size_t)snprintf(text + n, sizeof(text) - n, "cpu%d %llu 0 0 %llu 0 0 0 %llu 0 0\n", c,
                               (unsigned long long)s->user[c], (unsigned long long)s->idle[c],
                               (unsigned long long)s->steal[c]);
     }
@@ -64,8 +62,7 @@ static const char *sim_step(struct sim *s, unsigned steal_pct, enum governor_act
     struct cpustat *t = s->prev;
     struct governor_output out;
 
-    ch_cpuset_foreach(c, &s->online)
-    {
+    ch_cpuset_foreach (c, &s->online) {
         s->steal[c] += steal_pct;
         s->user[c] += 10;
         s->idle[c] += 90 - steal_pct;
@@ -119,8 +116,12 @@ TEST(steal_ratio_is_steal_over_elapsed_of_online_cpus)
     CHECK_INT(pct, 1000);
     /* No elapsed time: no sample, and the step decides nothing. */
     CHECK_INT(governor_steal(a, a, &s->online, &pct), -ENODATA);
-    struct governor_input in = {.prev = a, .cur = a, .online = &s->online, .topo = &s->topo,
-                                .preferred = &s->preferred, .params = {500, 200}};
+    struct governor_input in = {.prev = a,
+                                .cur = a,
+                                .online = &s->online,
+                                .topo = &s->topo,
+                                .preferred = &s->preferred,
+                                .params = {500, 200}};
     governor_step(&in, &out);
     CHECK_INT(out.action, GOV_NO_SAMPLE);
     CHECK(ch_cpuset_equal(&out.preferred, &s->online));

@@ -52,7 +52,7 @@ TEST(rejects_malformed)
 {
     struct cpustat *st = malloc(sizeof(*st));
     static const char *const bad[] = {
-        "",                                 /* no cpu line */
+        "",                                  /* no cpu line */
         "cpu  1 2 3 4\n",                    /* aggregate only */
         "cpu0 1 2 3\n",                      /* too few columns */
         "cpu0 1 x 3 4\n",                    /* not a number */
