@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * chsim: a discrete-time simulator of an overcommitted host, to compare three ways of choosing
+ * the guests' preferred vCPUs where real hardware of that scale is not at hand:
+ *
+ *   none      every vCPU preferred, always
+ *   governor  each guest runs the v11 rule on its own steal time (guest-helper's governor.c,
+ *             the same code corehint-guestd runs as its fallback)
+ *   corehint  the host decides for everybody (host-agent's model.c + policy.c, the same code
+ *             corehint-hostd runs), fed the snapshots the simulated host would give libvirt
+ *
+ * Everything it prints is SIMULATED.  The model and its assumptions are in tests/sim/README.md;
+ * the short version: pCPUs run vCPU threads under a fair host scheduler with time slices; a
+ * guest's tasks run only while their vCPU holds a pCPU; tasks take a VM-wide spin lock, so a
+ * preempted lock holder makes the other vCPUs spin; tasks wake each other, and a wakeup sent
+ * to a descheduled or halted vCPU waits until the host runs that vCPU.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+/* ---- the host ----------------------------------------------------------------------------- */
+
+#define DT_US 100u           /* simulation step */
+#define HOST_SLICE_US 3000u  /* host scheduler time slice per vCPU thread */
+#define GUEST_TICK_US 4000u  /* guest HZ=250: task slices, tick-time push, load balance */
+#define SPIN_HALT_US 2000u   /* a waiter spins this long before it halts (pv-spinlock style) */
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+
+    if (!p) {
+        fprintf(stderr, "chsim: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+static uint64_t rnd(struct sim *s)
+{
+    /* xorshift64*: deterministic per seed, so every policy sees the same workload */
+    s->rng ^= s->rng >> 12;
+    s->rng ^= s->rng << 25;
+    s->rng ^= s->rng >> 27;
+    return s->rng * 2685821657736338717u;
+}
+
+static unsigned jitter(struct sim *s, unsigned us)
+{
+    /* +-50 %, at least one step */
+    unsigned v = us / 2 + (unsigned)(rnd(s) % (us + 1));
+    return v < DT_US ? DT_US : v;
+}
+
+static bool vcpu_runnable(const struct sim_vcpu *v)
+{
+    return v->cur >= 0 || v->nq > 0;
+}
+
+static unsigned vcpu_load(const struct sim_vcpu *v)
+{
+    return (unsigned)(v->cur >= 0) + v->nq;
+}
+
+static void enqueue(struct sim_vm *vm, unsigned vi, int task)
+{
+    struct sim_vcpu *v = &vm->vcpu[vi];
+
+    v->q[v->nq++] = task;
+    vm->task[task].vcpu = (int)vi;
+}
+
+static int dequeue(struct sim_vcpu *v)
+{
+    if (v->nq == 0)
+        return -1;
+    int t = v->q[0];
+    memmove(v->q, v->q + 1, (v->nq - 1) * sizeof(v->q[0]));
+    v->nq--;
+    return t;
+}
+
+/* Wakeup placement: the previous vCPU when preferred and idle, else an idle preferred vCPU,
+ * else the least loaded preferred one (the kernel's select_fallback_rq behaviour with v11's
+ * is_cpu_allowed change). */
+static unsigned place(const struct sim_vm *vm, int prev)
+{
+    if (prev >= 0 && ch_cpuset_test(&vm->preferred, (unsigned)prev) &&
+        vcpu_load(&vm->vcpu[prev]) == 0)
+        return (unsigned)prev;
+    int best = -1;
+    ch_cpuset_foreach(c, &vm->preferred) {
+        if ((unsigned)c >= vm->nvcpu)
+            break;
+        if (vcpu_load(&vm->vcpu[c]) == 0)
+            return (unsigned)c;
+        if (best < 0 || vcpu_load(&vm->vcpu[c]) < vcpu_load(&vm->vcpu[best]))
+            best = c;
+    }
+    return best < 0 ? 0 : (unsigned)best;
+}
+
+static void start_cycle(struct sim *s, struct sim_vm *vm, struct sim_task *t)
+{
+    t->state = TASK_COMPUTE;
+    t->left_us = jitter(s, vm->work.compute_us);
+}
+
+static void wake(struct sim *s, struct sim_vm *vm, int ti)
+{
+    struct sim_task *t = &vm->task[ti];
+
+    t->tokens++;
+    if (t->state != TASK_SLEEP)
+        return;
+    t->tokens--;
+    start_cycle(s, vm, t);
+    enqueue(vm, place(vm, t->vcpu), ti);
+}
+
+/* The task running on v finished its cycle: count it, send its message, sleep or go on. */
+static void finish_cycle(struct sim *s, struct sim_vm *vm, struct sim_vcpu *v)
+{
+    struct sim_task *t = &vm->task[v->cur];
+    int ti = v->cur;
+
+    vm->units++;
+    if (vm->work.group == 0) {
+        start_cycle(s, vm, t);
+        return;
+    }
+    /* hackbench-like: message a random member of the task's group */
+    unsigned g = (unsigned)ti / vm->work.group;
+    int peer = (int)(g * vm->work.group + (unsigned)(rnd(s) % vm->work.group));
+    if (peer != ti)
+        wake(s, vm, peer);
+    else
+        t->tokens++;
+    if (t->tokens > 0) {
+        t->tokens--;
+        start_cycle(s, vm, t);
+    } else {
+        t->state = TASK_SLEEP;
+        v->cur = -1;
+    }
+}
+
+/* One step of the guest on vCPU vi, which holds a pCPU during this step. */
+static void guest_step(struct sim *s, struct sim_vm *vm, unsigned vi)
+{
+    struct sim_vcpu *v = &vm->vcpu[vi];
+
+    if (v->cur < 0)
+        v->cur = dequeue(v);
+    if (v->cur < 0)
+        return;
+    struct sim_task *t = &vm->task[v->cur];
+
+    v->guest_clock += DT_US;
+    switch (t->state) {
+    case TASK_COMPUTE:
+        vm->useful_us += DT_US;
+        if (t->left_us > DT_US) {
+            t->left_us -= DT_US;
+            break;
+        }
+        if (vm->work.cs_us == 0) {
+            finish_cycle(s, vm, v);
+            break;
+        }
+        t->state = TASK_SPIN;
+        t->spun_us = 0;
+        __attribute__((fallthrough)); /* try the lock in this very step */
+    case TASK_SPIN:
+        if (vm->lock_owner < 0) {
+            vm->lock_owner = v->cur;
+            t->state = TASK_CS;
+            t->left_us = jitter(s, vm->work.cs_us);
+        } else {
+            vm->spin_us += DT_US;
+            t->spun_us += DT_US;
+            if (t->spun_us >= SPIN_HALT_US) {
+                /* halt until the unlock kicks us (pv spinlocks): the vCPU may idle */
+                t->state = TASK_LOCKWAIT;
+                v->cur = -1;
+            }
+        }
+        break;
+    case TASK_CS:
+        vm->useful_us += DT_US;
+        if (t->left_us > DT_US) {
+            t->left_us -= DT_US;
+            break;
+        }
+        vm->lock_owner = -1;
+        /* kick one halted waiter, it retries the lock */
+        for (unsigned i = 0; i < vm->ntask; i++) {
+            if (vm->task[i].state == TASK_LOCKWAIT) {
+                vm->task[i].state = TASK_SPIN;
+                vm->task[i].spun_us = 0;
+                enqueue(vm, place(vm, vm->task[i].vcpu), (int)i);
+                break;
+            }
+        }
+        finish_cycle(s, vm, v);
+        break;
+    case TASK_SLEEP:
+    case TASK_LOCKWAIT:
+        v->cur = -1;
+        break;
+    }
+
+    /* guest tick on this vCPU: round robin, and the v11 push off a non-preferred vCPU */
+    if (v->guest_clock % GUEST_TICK_US == 0 && v->cur >= 0 &&
+        vm->task[v->cur].state == TASK_COMPUTE) {
+        int cur = v->cur;
+        if (!ch_cpuset_test(&vm->preferred, vi)) {
+            v->cur = -1;
+            enqueue(vm, place(vm, -1), cur);
+            vm->pushes++;
+        } else if (v->nq > 0) {
+            v->cur = -1;
+            enqueue(vm, vi, cur);
+        }
+    }
+}
+
+/* Guest load balance, every guest tick: queued tasks move from the busiest vCPU to the least
+ * loaded preferred one, and queued tasks on non-preferred vCPUs move to preferred ones. */
+static void guest_balance(struct sim_vm *vm)
+{
+    for (unsigned i = 0; i < vm->nvcpu; i++) {
+        struct sim_vcpu *v = &vm->vcpu[i];
+        if (!ch_cpuset_test(&vm->preferred, i))
+            while (v->nq > 0)
+                enqueue(vm, place(vm, -1), dequeue(v));
+    }
+    unsigned hi = 0, lo = 0;
+    bool have = false;
+    ch_cpuset_foreach(c, &vm->preferred) {
+        if ((unsigned)c >= vm->nvcpu)
+            break;
+        if (!have) {
+            hi = lo = (unsigned)c;
+            have = true;
+        }
+        if (vcpu_load(&vm->vcpu[c]) > vcpu_load(&vm->vcpu[hi]))
+            hi = (unsigned)c;
+        if (vcpu_load(&vm->vcpu[c]) < vcpu_load(&vm->vcpu[lo]))
+            lo = (unsigned)c;
+    }
+    if (have && vm->vcpu[hi].nq > 0 && vcpu_load(&vm->vcpu[hi]) >= vcpu_load(&vm->vcpu[lo]) + 2) {
+        /* take the newest queued task */
+        struct sim_vcpu *h = &vm->vcpu[hi];
+        int t = h->q[--h->nq];
+        enqueue(vm, lo, t);
+    }
+}
+
+/* Host scheduler: each pCPU keeps its vCPU for a slice, then the runnable vCPU with the least
+ * run time (CFS's vruntime with equal weights) takes over. */
+static void host_schedule(struct sim *s)
+{
+    for (unsigned p = 0; p < s->npcpu; p++) {
+        struct sim_pcpu *pc = &s->pcpu[p];
+        if (pc->vm >= 0) {
+            struct sim_vcpu *v = &s->vm[pc->vm].vcpu[pc->vcpu];
+            bool capped = s->vm[pc->vm].capped && s->vm[pc->vm].quota_left_us == 0;
+            if (vcpu_runnable(v) && !capped && pc->slice_left_us > 0)
+                continue;
+            v->on_pcpu = -1;
+            pc->vm = -1;
+        }
+        /* pick the least-run runnable vCPU that may run on p and is not running */
+        int best_vm = -1, best_v = -1;
+        uint64_t best_rt = UINT64_MAX;
+        for (unsigned m = 0; m < s->nvm; m++) {
+            struct sim_vm *vm = &s->vm[m];
+            if (vm->capped && vm->quota_left_us == 0)
+                continue;
+            for (unsigned i = 0; i < vm->nvcpu; i++) {
+                struct sim_vcpu *v = &vm->vcpu[i];
+                if (v->on_pcpu >= 0 || !vcpu_runnable(v))
+                    continue;
+                if (v->vruntime < best_rt) {
+                    best_rt = v->vruntime;
+                    best_vm = (int)m;
+                    best_v = (int)i;
+                }
+            }
+        }
+        if (best_vm < 0)
+            continue;
+        struct sim_vcpu *v = &s->vm[best_vm].vcpu[best_v];
+        v->on_pcpu = (int)p;
+        v->last_pcpu = (int)p;
+        pc->vm = best_vm;
+        pc->vcpu = (unsigned)best_v;
+        pc->slice_left_us = HOST_SLICE_US;
+    }
+}
+
+void sim_step(struct sim *s)
+{
+    /* a vCPU that just became runnable does not get credit for the time it slept */
+    uint64_t min_rt = UINT64_MAX;
+    for (unsigned m = 0; m < s->nvm; m++)
+        for (unsigned i = 0; i < s->vm[m].nvcpu; i++)
+            if (s->vm[m].vcpu[i].on_pcpu >= 0 && s->vm[m].vcpu[i].vruntime < min_rt)
+                min_rt = s->vm[m].vcpu[i].vruntime;
+    for (unsigned m = 0; m < s->nvm; m++)
+        for (unsigned i = 0; i < s->vm[m].nvcpu; i++) {
+            struct sim_vcpu *v = &s->vm[m].vcpu[i];
+            bool r = vcpu_runnable(v);
+            if (r && !v->was_runnable && min_rt != UINT64_MAX && v->vruntime + HOST_SLICE_US < min_rt)
+                v->vruntime = min_rt - HOST_SLICE_US;
+            v->was_runnable = r;
+        }
+
+    host_schedule(s);
+
+    for (unsigned p = 0; p < s->npcpu; p++) {
+        struct sim_pcpu *pc = &s->pcpu[p];
+        if (pc->vm < 0) {
+            pc->idle_us += DT_US;
+            continue;
+        }
+        struct sim_vm *vm = &s->vm[pc->vm];
+        struct sim_vcpu *v = &vm->vcpu[pc->vcpu];
+        pc->busy_us += DT_US;
+        pc->slice_left_us = pc->slice_left_us > DT_US ? pc->slice_left_us - DT_US : 0;
+        v->run_us += DT_US;
+        v->vruntime += DT_US;
+        if (vm->capped)
+            vm->quota_left_us = vm->quota_left_us > DT_US ? vm->quota_left_us - DT_US : 0;
+        guest_step(s, vm, pc->vcpu);
+    }
+    /* runnable but not on a pCPU: host run-queue wait, which the guest sees as steal */
+    for (unsigned m = 0; m < s->nvm; m++)
+        for (unsigned i = 0; i < s->vm[m].nvcpu; i++) {
+            struct sim_vcpu *v = &s->vm[m].vcpu[i];
+            if (v->on_pcpu < 0 && vcpu_runnable(v))
+                v->wait_us += DT_US;
+        }
+
+    s->now_us += DT_US;
+    if (s->now_us % GUEST_TICK_US == 0)
+        for (unsigned m = 0; m < s->nvm; m++)
+            guest_balance(&s->vm[m]);
+    if (s->now_us % 100000 == 0)
+        for (unsigned m = 0; m < s->nvm; m++)
+            if (s->vm[m].capped)
+                s->vm[m].quota_left_us = (uint64_t)(s->vm[m].cap_cpus * 100000.0);
+}
+
+void sim_set_preferred(struct sim *s, unsigned m, const ch_cpuset *set)
+{
+    struct sim_vm *vm = &s->vm[m];
+    ch_cpuset clipped;
+    ch_cpuset all;
+
+    ch_cpuset_fill(&all, vm->nvcpu);
+    ch_cpuset_and(&clipped, set, &all);
+    if (ch_cpuset_empty(&clipped) || !ch_cpuset_test(&clipped, 0))
+        ch_cpuset_set(&clipped, 0);
+    if (!ch_cpuset_equal(&clipped, &vm->preferred))
+        vm->changes++;
+    vm->preferred = clipped;
+}
+
+struct sim *sim_new(const struct sim_spec *spec)
+{
+    struct sim *s = xcalloc(1, sizeof(*s));
+
+    s->rng = spec->seed ? spec->seed : 0x9e3779b97f4a7c15u;
+    s->npcpu = spec->npcpu;
+    s->pcpu = xcalloc(s->npcpu, sizeof(*s->pcpu));
+    for (unsigned p = 0; p < s->npcpu; p++)
+        s->pcpu[p].vm = -1;
+    s->nvm = spec->nvm;
+    s->vm = xcalloc(s->nvm, sizeof(*s->vm));
+    for (unsigned m = 0; m < s->nvm; m++) {
+        struct sim_vm *vm = &s->vm[m];
+        const struct sim_vm_spec *vs = &spec->vm[m];
+        snprintf(vm->name, sizeof(vm->name), "vm%u", m);
+        vm->nvcpu = vs->nvcpu;
+        vm->work = vs->work;
+        vm->cooperates = !vs->ignores_hints;
+        vm->vcpu = xcalloc(vm->nvcpu, sizeof(*vm->vcpu));
+        ch_cpuset_fill(&vm->preferred, vm->nvcpu);
+        vm->lock_owner = -1;
+        vm->ntask = vs->work.tasks;
+        vm->task = xcalloc(vm->ntask, sizeof(*vm->task));
+        for (unsigned i = 0; i < vm->nvcpu; i++) {
+            vm->vcpu[i].cur = -1;
+            vm->vcpu[i].on_pcpu = -1;
+            vm->vcpu[i].last_pcpu = -1;
+            vm->vcpu[i].q = xcalloc(vm->ntask + 1, sizeof(int));
+        }
+        for (unsigned t = 0; t < vm->ntask; t++) {
+            vm->task[t].vcpu = -1;
+            vm->task[t].state = TASK_SLEEP;
+        }
+        vm->start_us = vs->start_s * 1000000ull;
+    }
+    return s;
+}
+
+/* Tasks of VMs whose start time has come begin their first cycle. */
+void sim_start_due(struct sim *s)
+{
+    for (unsigned m = 0; m < s->nvm; m++) {
+        struct sim_vm *vm = &s->vm[m];
+        if (vm->started || s->now_us < vm->start_us)
+            continue;
+        vm->started = true;
+        for (unsigned t = 0; t < vm->ntask; t++) {
+            start_cycle(s, vm, &vm->task[t]);
+            enqueue(vm, t % vm->nvcpu, (int)t);
+        }
+    }
+}
+
+void sim_free(struct sim *s)
+{
+    if (!s)
+        return;
+    for (unsigned m = 0; m < s->nvm; m++) {
+        for (unsigned i = 0; i < s->vm[m].nvcpu; i++)
+            free(s->vm[m].vcpu[i].q);
+        free(s->vm[m].vcpu);
+        free(s->vm[m].task);
+    }
+    free(s->vm);
+    free(s->pcpu);
+    free(s);
+}
+
+unsigned sim_dt_us(void)
+{
+    return DT_US;
+}

@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * chsim scenarios: each one runs the same simulated host and workload (same seed) under the
+ * three policies and prints one table row per policy; --json writes the figures, --trace the
+ * preferred-set size of every VM over time (for the plot).  All figures are SIMULATED.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "governor.h"
+#include "model.h"
+#include "policy.h"
+#include "procstat.h"
+#include "sim.h"
+#include "snapshot.h"
+
+enum policy { POL_NONE, POL_GOVERNOR, POL_COREHINT, NPOLICY };
+static const char *const policy_names[] = {"none", "governor", "corehint"};
+
+struct scenario {
+    const char *name;
+    const char *what;
+    unsigned npcpu;
+    unsigned nvm;
+    unsigned nvcpu;
+    struct sim_work work;
+    unsigned seconds;
+    unsigned step_at_s;   /* VMs after the first start at this second (contention step) */
+    int non_cooperating;  /* index of a VM ignoring hints, -1 none */
+    bool cap;             /* enforce = cap against non-compliant VMs */
+};
+
+/* Workload shapes.  Times are per cycle; see README.md for what they stand for. */
+#define HACKBENCH {.tasks = 40, .compute_us = 300, .cs_us = 30, .group = 10}
+#define PGBENCH {.tasks = 8, .compute_us = 600, .cs_us = 150, .group = 0}
+#define SYSBENCH {.tasks = 4, .compute_us = 2000, .cs_us = 0, .group = 0}
+
+static const struct scenario scenarios[] = {
+    {"hackbench-8x16", "16 pCPUs, 8 VMs x 16 vCPUs, message passing", 16, 8, 16, HACKBENCH, 30, 5, -1, false},
+    {"pgbench-16x4", "16 pCPUs, 16 VMs x 4 vCPUs, lock heavy", 16, 16, 4, PGBENCH, 30, 5, -1, false},
+    {"sysbench-4x4", "16 pCPUs, 4 VMs x 4 vCPUs, CPU bound, undercommitted", 16, 4, 4, SYSBENCH, 20, 5, -1, false},
+    {"noncoop-report", "16 pCPUs, 8 VMs x 8 vCPUs, vm0 ignores hints, enforce=report", 16, 8, 8, PGBENCH, 30, 5, 0, false},
+    {"noncoop-cap", "16 pCPUs, 8 VMs x 8 vCPUs, vm0 ignores hints, enforce=cap", 16, 8, 8, PGBENCH, 30, 5, 0, true},
+};
+
+struct result {
+    double units_per_s;    /* all VMs, after the step */
+    double *vm_units_per_s;
+    double spin_share;     /* spin time / (useful + spin) */
+    double jain;
+    double converge_s;     /* contention step -> last change of any preferred set */
+    double changes_per_vm_min; /* steady state: second half of the run */
+    double mean_preferred; /* average preferred count per VM, second half */
+};
+
+struct policy_state {
+    enum policy policy;
+    struct hd_config cfg;
+    struct snapshot *prev_snap;
+    struct pol_decision *prev_dec;
+    unsigned nprev;
+    struct cpustat **gov_prev; /* per VM */
+    struct cpu_topology *topo;
+    bool enforce_cap; /* what hostd's enforce = cap does: quota a non-compliant VM */
+};
+
+static struct snapshot *snapshot_of(const struct sim *s)
+{
+    struct snapshot *snap = snap_new();
+
+    if (!snap)
+        return NULL;
+    snap->t_ns = s->now_us * 1000;
+    snap->npcpu = s->npcpu;
+    snap->pcpu = calloc(s->npcpu, sizeof(*snap->pcpu));
+    snap->has_pcpu_stats = true;
+    for (unsigned p = 0; p < s->npcpu; p++) {
+        snap->pcpu[p].busy_ns = s->pcpu[p].busy_us * 1000;
+        snap->pcpu[p].idle_ns = s->pcpu[p].idle_us * 1000;
+    }
+    snap->ndom = s->nvm;
+    snap->dom = calloc(s->nvm, sizeof(*snap->dom));
+    for (unsigned m = 0; m < s->nvm; m++) {
+        const struct sim_vm *vm = &s->vm[m];
+        struct snap_dom *d = &snap->dom[m];
+        snprintf(d->name, sizeof(d->name), "%s", vm->name);
+        snprintf(d->uuid, sizeof(d->uuid), "00000000-0000-4000-8000-%012u", m);
+        d->state = 1; /* VIR_DOMAIN_RUNNING */
+        d->threads = 1;
+        d->nvcpu = vm->nvcpu;
+        d->vcpu = calloc(vm->nvcpu, sizeof(*d->vcpu));
+        for (unsigned i = 0; i < vm->nvcpu; i++) {
+            struct snap_vcpu *v = &d->vcpu[i];
+            v->id = i;
+            v->online = true;
+            v->time_ns = vm->vcpu[i].run_us * 1000;
+            v->delay_ns = vm->vcpu[i].wait_us * 1000;
+            v->has_delay = true;
+            v->pcpu = vm->vcpu[i].last_pcpu;
+            d->cpu_time_ns += v->time_ns;
+        }
+    }
+    snap_sort(snap);
+    return snap;
+}
+
+static void corehint_step(struct sim *s, struct policy_state *ps)
+{
+    struct snapshot *cur = snapshot_of(s);
+    struct model m = {0};
+
+    if (!cur || model_build(&m, ps->prev_snap, cur) < 0) {
+        fprintf(stderr, "chsim: model_build failed\n");
+        exit(1);
+    }
+    struct pol_decision *out = calloc(m.ndom ? m.ndom : 1, sizeof(*out));
+    if (!out || pol_step(&m, &ps->cfg, ps->prev_dec, ps->nprev, out) < 0) {
+        fprintf(stderr, "chsim: pol_step failed\n");
+        exit(1);
+    }
+    for (unsigned i = 0; i < m.ndom; i++) {
+        unsigned vmi = (unsigned)atoi(m.dom[i].name + 2);
+        struct sim_vm *vm = &s->vm[vmi];
+        if (vm->cooperates) {
+            sim_set_preferred(s, vmi, &out[i].preferred);
+        } else if (ps->enforce_cap && out[i].non_compliant && out[i].contended && !vm->capped) {
+            vm->capped = true;
+            vm->cap_cpus = out[i].entitlement > 0.5 ? out[i].entitlement : 0.5;
+            vm->quota_left_us = (uint64_t)(vm->cap_cpus * 100000.0);
+        } else if (vm->capped && (!out[i].contended || !out[i].non_compliant)) {
+            vm->capped = false;
+        } else if (vm->capped) {
+            vm->cap_cpus = out[i].entitlement > 0.5 ? out[i].entitlement : 0.5;
+        }
+    }
+    free(ps->prev_dec);
+    ps->prev_dec = out;
+    ps->nprev = m.ndom;
+    model_free(&m);
+    snap_free(ps->prev_snap);
+    ps->prev_snap = cur;
+}
+
+static void governor_vm_step(struct sim *s, struct policy_state *ps, unsigned m)
+{
+    struct sim_vm *vm = &s->vm[m];
+    struct cpustat *cur = calloc(1, sizeof(*cur));
+    ch_cpuset online;
+
+    if (!cur) {
+        fprintf(stderr, "chsim: out of memory\n");
+        exit(1);
+    }
+    ch_cpuset_fill(&online, vm->nvcpu);
+    cur->present = online;
+    for (unsigned i = 0; i < vm->nvcpu; i++) {
+        /* USER_HZ ticks: every CPU's total advances with time; steal is the host wait */
+        cur->total[i] = s->now_us / 10000;
+        cur->steal[i] = vm->vcpu[i].wait_us / 10000;
+    }
+    if (ps->gov_prev[m] && vm->cooperates) {
+        struct governor_input in = {
+            .prev = ps->gov_prev[m], .cur = cur, .online = &online, .topo = ps->topo,
+            .preferred = &vm->preferred, .params = {.high = 500, .low = 200},
+        };
+        struct governor_output out;
+        governor_step(&in, &out);
+        sim_set_preferred(s, m, &out.preferred);
+    }
+    free(ps->gov_prev[m]);
+    ps->gov_prev[m] = cur;
+}
+
+static double jain_index(const double *x, unsigned n)
+{
+    double sum = 0, sq = 0;
+
+    for (unsigned i = 0; i < n; i++) {
+        sum += x[i];
+        sq += x[i] * x[i];
+    }
+    return sq > 0 ? sum * sum / (n * sq) : 1.0;
+}
+
+static void run(const struct scenario *sc, enum policy pol, uint64_t seed, FILE *trace,
+                struct result *r)
+{
+    struct sim_vm_spec *vs = calloc(sc->nvm, sizeof(*vs));
+    for (unsigned m = 0; m < sc->nvm; m++) {
+        vs[m].nvcpu = sc->nvcpu;
+        vs[m].work = sc->work;
+        vs[m].ignores_hints = (int)m == sc->non_cooperating;
+        vs[m].start_s = m == 0 ? 0 : sc->step_at_s;
+    }
+    struct sim_spec spec = {.npcpu = sc->npcpu, .nvm = sc->nvm, .vm = vs, .seed = seed};
+    struct sim *s = sim_new(&spec);
+    struct policy_state ps = {.policy = pol};
+    cfg_defaults(&ps.cfg);
+    ps.enforce_cap = sc->cap;
+    ps.gov_prev = calloc(sc->nvm, sizeof(*ps.gov_prev));
+    ps.topo = calloc(1, sizeof(*ps.topo));
+    governor_topology_flat(ps.topo);
+
+    uint64_t end_us = sc->seconds * 1000000ull, step_us = sc->step_at_s * 1000000ull;
+    uint64_t half_us = step_us + (end_us - step_us) / 2;
+    uint64_t *units_at_step = calloc(sc->nvm, sizeof(uint64_t));
+    unsigned *changes_at_half = calloc(sc->nvm, sizeof(unsigned));
+    double last_change_s = sc->step_at_s;
+    double pref_sum = 0;
+    unsigned pref_samples = 0;
+    unsigned dt = sim_dt_us();
+
+    while (s->now_us < end_us) {
+        sim_start_due(s);
+        sim_step(s);
+        if (s->now_us == step_us)
+            for (unsigned m = 0; m < sc->nvm; m++)
+                units_at_step[m] = s->vm[m].units;
+        if (s->now_us == half_us)
+            for (unsigned m = 0; m < sc->nvm; m++)
+                changes_at_half[m] = s->vm[m].changes;
+        if (s->now_us % (ps.cfg.interval_ms * 1000ull) != 0)
+            continue;
+        unsigned before = 0, after = 0;
+        for (unsigned m = 0; m < sc->nvm; m++)
+            before += s->vm[m].changes;
+        if (pol == POL_COREHINT)
+            corehint_step(s, &ps);
+        else if (pol == POL_GOVERNOR)
+            for (unsigned m = 0; m < sc->nvm; m++)
+                governor_vm_step(s, &ps, m);
+        for (unsigned m = 0; m < sc->nvm; m++)
+            after += s->vm[m].changes;
+        if (after != before && s->now_us >= step_us)
+            last_change_s = (double)s->now_us / 1e6;
+        if (trace) {
+            fprintf(trace, "%s %s %.1f", sc->name, policy_names[pol], (double)s->now_us / 1e6);
+            for (unsigned m = 0; m < sc->nvm; m++)
+                fprintf(trace, " %u", ch_cpuset_count(&s->vm[m].preferred));
+            fputc('\n', trace);
+        }
+        if (s->now_us >= half_us) {
+            for (unsigned m = 0; m < sc->nvm; m++)
+                pref_sum += ch_cpuset_count(&s->vm[m].preferred);
+            pref_samples += sc->nvm;
+        }
+    }
+    (void)dt;
+
+    double secs = (double)(end_us - step_us) / 1e6, useful = 0, spin = 0;
+    r->vm_units_per_s = calloc(sc->nvm, sizeof(double));
+    r->units_per_s = 0;
+    unsigned changes = 0;
+    for (unsigned m = 0; m < sc->nvm; m++) {
+        r->vm_units_per_s[m] = (double)(s->vm[m].units - units_at_step[m]) / secs;
+        r->units_per_s += r->vm_units_per_s[m];
+        useful += (double)s->vm[m].useful_us;
+        spin += (double)s->vm[m].spin_us;
+        changes += s->vm[m].changes - changes_at_half[m];
+    }
+    r->spin_share = useful + spin > 0 ? spin / (useful + spin) : 0;
+    r->jain = jain_index(r->vm_units_per_s, sc->nvm);
+    r->converge_s = last_change_s - sc->step_at_s;
+    r->changes_per_vm_min = changes / (double)sc->nvm / ((double)(end_us - half_us) / 60e6);
+    r->mean_preferred = pref_samples ? pref_sum / pref_samples : sc->nvcpu;
+
+    for (unsigned m = 0; m < sc->nvm; m++)
+        free(ps.gov_prev[m]);
+    free(ps.gov_prev);
+    free(ps.topo);
+    free(ps.prev_dec);
+    snap_free(ps.prev_snap);
+    cfg_free(&ps.cfg);
+    free(units_at_step);
+    free(changes_at_half);
+    free(vs);
+    sim_free(s);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: chsim [--scenario NAME] [--seed N] [--json FILE] [--trace FILE] [--list]\n"
+               "Runs each scenario under the policies none, governor (v11 rule in every guest)\n"
+               "and corehint (hostd's model and policy) and prints SIMULATED figures.\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"scenario", required_argument, NULL, 's'}, {"seed", required_argument, NULL, 'S'},
+        {"json", required_argument, NULL, 'j'},     {"trace", required_argument, NULL, 't'},
+        {"list", no_argument, NULL, 'l'},           {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *only = NULL, *json_path = NULL, *trace_path = NULL;
+    uint64_t seed = 1;
+    int c;
+
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 's': only = optarg; break;
+        case 'S': seed = strtoull(optarg, NULL, 10); break;
+        case 'j': json_path = optarg; break;
+        case 't': trace_path = optarg; break;
+        case 'l':
+            for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+                printf("%-16s %s\n", scenarios[i].name, scenarios[i].what);
+            return 0;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    FILE *json = json_path ? fopen(json_path, "w") : NULL;
+    FILE *trace = trace_path ? fopen(trace_path, "w") : NULL;
+    if ((json_path && !json) || (trace_path && !trace)) {
+        fprintf(stderr, "chsim: cannot write %s: %s\n", json && !trace ? trace_path : json_path,
+                strerror(errno));
+        return 1;
+    }
+    if (json)
+        fprintf(json, "{\"simulated\":true,\"seed\":%llu,\"scenarios\":[", (unsigned long long)seed);
+
+    printf("SIMULATED results (tests/sim/README.md lists the model's assumptions)\n");
+    printf("%-16s %-9s %12s %8s %8s %6s %9s %8s %9s\n", "scenario", "policy", "units/s", "vs none",
+           "spin%", "jain", "converge", "flaps/m", "pref/VM");
+    bool first = true, found = false;
+    for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
+        const struct scenario *sc = &scenarios[i];
+        if (only && strcmp(only, sc->name) != 0)
+            continue;
+        found = true;
+        struct result r[NPOLICY];
+        for (int p = 0; p < NPOLICY; p++)
+            run(sc, (enum policy)p, seed, trace, &r[p]);
+        for (int p = 0; p < NPOLICY; p++) {
+            printf("%-16s %-9s %12.0f %7.2fx %7.1f%% %6.3f %8.1fs %8.2f %9.2f\n", sc->name,
+                   policy_names[p], r[p].units_per_s, r[p].units_per_s / r[POL_NONE].units_per_s,
+                   100 * r[p].spin_share, r[p].jain, r[p].converge_s, r[p].changes_per_vm_min,
+                   r[p].mean_preferred);
+        }
+        printf("%-16s corehint/none %.3f  corehint/governor %.3f   (%s)\n", sc->name,
+               r[POL_COREHINT].units_per_s / r[POL_NONE].units_per_s,
+               r[POL_COREHINT].units_per_s / r[POL_GOVERNOR].units_per_s, sc->what);
+        if (json) {
+            fprintf(json, "%s{\"name\":\"%s\",\"what\":\"%s\",\"policies\":{", first ? "" : ",",
+                    sc->name, sc->what);
+            for (int p = 0; p < NPOLICY; p++) {
+                fprintf(json,
+                        "%s\"%s\":{\"units_per_s\":%.1f,\"spin_share\":%.4f,\"jain\":%.4f,"
+                        "\"converge_s\":%.1f,\"changes_per_vm_min\":%.3f,\"mean_preferred\":%.3f,"
+                        "\"vm_units_per_s\":[",
+                        p ? "," : "", policy_names[p], r[p].units_per_s, r[p].spin_share, r[p].jain,
+                        r[p].converge_s, r[p].changes_per_vm_min, r[p].mean_preferred);
+                for (unsigned m = 0; m < sc->nvm; m++)
+                    fprintf(json, "%s%.1f", m ? "," : "", r[p].vm_units_per_s[m]);
+                fprintf(json, "]}");
+            }
+            fprintf(json, "},\"corehint_vs_none\":%.4f,\"corehint_vs_governor\":%.4f}",
+                    r[POL_COREHINT].units_per_s / r[POL_NONE].units_per_s,
+                    r[POL_COREHINT].units_per_s / r[POL_GOVERNOR].units_per_s);
+            first = false;
+        }
+        for (int p = 0; p < NPOLICY; p++)
+            free(r[p].vm_units_per_s);
+    }
+    if (json) {
+        fprintf(json, "]}\n");
+        fclose(json);
+    }
+    if (trace)
+        fclose(trace);
+    if (!found) {
+        fprintf(stderr, "chsim: no scenario named %s (--list)\n", only);
+        return 2;
+    }
+    return 0;
+}
