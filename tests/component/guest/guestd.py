@@ -183,7 +183,7 @@ class Host:
 
 
 class Daemon:
-    def __init__(self, tree, args, log_name="guestd.log"):
+    def __init__(self, tree, args, log_name="guestd.log", env=None):
         binary = os.environ["GUESTD"]
         wrap = os.environ["RUN_WRAPPED"]
         self.log_path = os.path.join(tree.root, log_name)
@@ -192,7 +192,8 @@ class Daemon:
                "--config", os.path.join(tree.root, "none.conf"), "-v"] + args
         # none.conf does not exist: explicit --config of a missing file is an error, so create it.
         open(os.path.join(tree.root, "none.conf"), "a").close()
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log,
+                                     env=dict(os.environ, **(env or {})))
 
     def rss_kib(self):
         with open("/proc/%d/status" % self.proc.pid) as f:

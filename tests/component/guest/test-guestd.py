@@ -20,14 +20,14 @@ from guestd import Daemon, Fail, Host, SLOW, Tree, WRAPPED, check, run_cases, wa
 CASES = {}
 
 
-def case(ncpus=4, smt=1, preferred=True, args=(), connect=True):
+def case(ncpus=4, smt=1, preferred=True, args=(), connect=True, env=None):
     """Give the case a tree, a host socket and a running daemon connected to it."""
     def deco(fn):
         @functools.wraps(fn)
         def run():
             tree = Tree(ncpus, smt, preferred)
             host = Host(os.path.join(tree.root, "port.sock"))
-            d = Daemon(tree, ["--port", host.path] + list(args))
+            d = Daemon(tree, ["--port", host.path] + list(args), env=env)
             ok = False
             try:
                 if connect:
@@ -429,7 +429,14 @@ def sighup_reload(tree, host, d):
     check(s["applied"] == "0-3", "reloaded fallback none in force: %s" % s)
 
 
-@case(args=["--interval-ms", "1000", "--log-level", "info"])
+SANITIZED = os.environ.get("GUESTD_SANITIZED") == "1"
+
+
+# ASan keeps freed blocks in a 256 MiB quarantine by default, which looks like growth; a small
+# quarantine keeps the bounded-memory check meaningful under the sanitizer too.
+@case(args=["--interval-ms", "1000", "--log-level", "info"],
+      env={"ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":quarantine_size_mb=4"}
+      if SANITIZED else None)
 def flood(tree, host, d):
     """10 000 hints/s for 10 s (3 s under valgrind): bounded memory, the last one applied."""
     host.expect(type="status")
@@ -464,6 +471,7 @@ def flood(tree, host, d):
     seq = 0
     rss = []
     t0 = time.monotonic()
+    next_rss = t0
     batch = 100
     while time.monotonic() - t0 < duration:
         chunk = []
@@ -476,8 +484,9 @@ def flood(tree, host, d):
         ahead = seq / rate - (time.monotonic() - t0)
         if ahead > 0:
             time.sleep(ahead)
-        if seq % 10000 == 0:
+        if time.monotonic() >= next_rss:
             rss.append(d.rss_kib())
+            next_rss += 1.0
     elapsed = time.monotonic() - t0
     last = seq
     wait_for(lambda: statuses["last"] == last, 60, "the status of the last hint")
@@ -487,9 +496,12 @@ def flood(tree, host, d):
     print("flood: %d hints in %.1f s (%.0f/s), %d statuses, RSS KiB samples %s"
           % (last, elapsed, last / elapsed, statuses["n"], rss))
     check(last / elapsed > (1000 if WRAPPED else 9000), "kept the offered rate")
-    if not WRAPPED and os.environ.get("GUESTD_SANITIZED") != "1":
+    if not WRAPPED and not SANITIZED:
         check(max(rss) < 20 * 1024, "RSS stays under 20 MiB: %s" % rss)
-    check(max(rss) - rss[0] < 4 * 1024, "RSS does not grow: %s KiB" % rss)
+    # Under valgrind RSS is valgrind's (freed-block queue, translation cache); its leak check
+    # is the memory verdict there.
+    if not WRAPPED:
+        check(max(rss) - rss[0] < 4 * 1024, "RSS does not grow: %s KiB" % rss)
 
 
 if __name__ == "__main__":
