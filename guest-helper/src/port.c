@@ -35,6 +35,7 @@ struct port {
     int fd;
     bool is_socket;
     bool broken; /* a write failed inside a callback: close once the callback returns */
+    bool heard;  /* the peer sent something in this session */
     struct event *ev_read, *ev_write, *ev_retry, *ev_close;
     unsigned backoff_ms;
     int last_err; /* errno of the last failed attempt, to log changes only */
@@ -106,7 +107,10 @@ static void close_port(struct port *p, const char *why)
 {
     if (p->fd < 0)
         return;
-    log_msg(LOG_LVL_INFO, "port %s closed: %s; reopening in %u ms", p->path, why, p->backoff_ms);
+    /* A virtio port without a host opens and hangs up at once, every backoff period: only
+     * sessions that carried something are worth an info line. */
+    log_msg(p->heard || p->is_socket ? LOG_LVL_INFO : LOG_LVL_DEBUG,
+            "port %s closed: %s; reopening in %u ms", p->path, why, p->backoff_ms);
     event_free(p->ev_read);
     event_free(p->ev_write);
     p->ev_read = p->ev_write = NULL;
@@ -189,6 +193,9 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         return;
     }
     p->backoff_ms = BACKOFF_MIN_MS; /* the peer is really there */
+    if (!p->heard && !p->is_socket)
+        log_msg(LOG_LVL_INFO, "port %s: host connected", p->path);
+    p->heard = true;
     uint64_t before = p->framer.oversized;
     ch_framer_feed(&p->framer, buf, (size_t)r, on_line, p);
     for (uint64_t i = before; p->fd >= 0 && !p->broken && i < p->framer.oversized; i++) {
@@ -267,12 +274,15 @@ static void try_open(evutil_socket_t unused, short what, void *arg)
     }
     p->fd = fd;
     p->is_socket = is_socket;
+    p->heard = false;
     p->last_err = 0;
     p->stats.opens++;
     if (is_socket)
         p->backoff_ms = BACKOFF_MIN_MS; /* somebody accepted */
-    log_msg(LOG_LVL_INFO, "port %s open (%s)", p->path,
-            is_socket ? "UNIX socket" : "character device");
+    if (is_socket)
+        log_msg(LOG_LVL_INFO, "port %s connected (UNIX socket)", p->path);
+    else
+        log_msg(LOG_LVL_DEBUG, "port %s open (character device), waiting for the host", p->path);
     p->ops->up(p->ctx);
 }
 
