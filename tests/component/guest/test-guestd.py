@@ -432,6 +432,42 @@ def sighup_reload(tree, host, d):
 SANITIZED = os.environ.get("GUESTD_SANITIZED") == "1"
 
 
+@case(args=["--log-level", "info"])
+def host_not_reading(tree, host, d):
+    """A host that stops reading: output is bounded, whole messages are dropped, hints still
+    apply, and the channel works again once the host reads."""
+    host.expect(type="status")
+    n = 20000
+    blob = "".join('{"v":1,"type":"hint","seq":%d,"cpus":"%s","lease_ms":60000}\n'
+                   % (i, "0-1" if i % 2 else "0-2") for i in range(1, n + 1))
+    host.send_raw(blob.encode())
+    wait_for(lambda: "output buffer full" in d.log_text(), 30, "the daemon to drop output")
+    wait_for(lambda: tree.preferred() == "0-2\n" and d.rss_kib() > 0, 30, "the last hint applied")
+    rss = d.rss_kib()
+    # Drain: every line is a whole message, in order, fewer than were answered.
+    data = b""
+    while True:  # until the daemon has flushed what it kept (quiet for 0.3 s)
+        r, _, _ = select.select([host.conn], [], [], 0.3 * SLOW)
+        if not r:
+            break
+        chunk = host.conn.recv(1 << 20)
+        check(chunk, "the connection stays open")
+        data += chunk
+    check(data.endswith(b"\n"), "only whole lines were queued")
+    lines = data.split(b"\n")[:-1]
+    seqs = [json.loads(ln)["seq"] for ln in lines]
+    check(0 < len(seqs) < n, "some statuses dropped: %d of %d kept" % (len(seqs), n))
+    check(seqs == sorted(seqs), "kept statuses in order")
+    print("host_not_reading: %d of %d statuses kept (%d bytes), RSS %d KiB"
+          % (len(seqs), n, len(data), rss))
+    if not WRAPPED and not SANITIZED:
+        check(rss < 20 * 1024, "RSS bounded: %d KiB" % rss)
+    host.hint(n + 1, "0")
+    host.expect(type="status", seq=n + 1, applied="0")
+
+
+
+
 # ASan keeps freed blocks in a 256 MiB quarantine by default, which looks like growth; a small
 # quarantine keeps the bounded-memory check meaningful under the sanitizer too.
 @case(args=["--interval-ms", "1000", "--log-level", "info"],
