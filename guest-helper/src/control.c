@@ -151,7 +151,7 @@ static void apply_hint(struct control *c, const struct ch_hint *h)
     /* Hotplug may have happened since the last interval: judge against the kernel's now. */
     if (sysfs_read_online(&c->sys, &online) < 0)
         online = c->cur->online;
-    enum hint_verdict v = hint_check(h, &online, c->last_seq, msg, sizeof(msg));
+    enum hint_verdict v = hint_check(h, &online, &c->cur->isolated, c->last_seq, msg, sizeof(msg));
     if (v != HINT_OK) {
         refuse(c, h->seq, hint_verdict_code(v), msg);
         return;
@@ -264,7 +264,7 @@ static void on_lease_expired(void *arg)
 static bool follow_hotplug(struct control *c)
 {
     ch_cpuset want;
-    int hk = ch_cpuset_next(&c->cur->online, 0);
+    int hk = governor_housekeeping(&c->cur->online, &c->cur->isolated);
 
     ch_cpuset_and(&want, &c->host_set, &c->cur->online);
     if (hk >= 0)

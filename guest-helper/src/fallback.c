@@ -136,6 +136,7 @@ int fallback_tick(struct fallback *f, const struct sample *prev, const struct sa
             .prev = &prev->stat,
             .cur = &cur->stat,
             .online = &cur->online,
+            .isolated = &cur->isolated,
             .topo = &cur->topo,
             .preferred = applied,
             .params = {.high = f->cfg->high, .low = f->cfg->low},

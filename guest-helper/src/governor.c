@@ -22,6 +22,19 @@ void governor_core_of(const struct cpu_topology *t, const ch_cpuset *online, uns
     }
 }
 
+int governor_housekeeping(const ch_cpuset *online, const ch_cpuset *isolated)
+{
+    ch_cpuset hk;
+
+    if (isolated) {
+        ch_cpuset_andnot(&hk, online, isolated);
+        int cpu = ch_cpuset_next(&hk, 0);
+        if (cpu >= 0)
+            return cpu;
+    }
+    return ch_cpuset_next(online, 0);
+}
+
 /*
  * What v11 measures, and how we measure the same thing from userspace.  v11 takes the steal
  * time summed over all CPUs since the last run and divides it by the wall-clock time of the
@@ -63,8 +76,9 @@ int governor_steal(const struct cpustat *prev, const struct cpustat *cur, const 
 }
 
 /*
- * One v11 step.  The housekeeping CPU is the first online one (the guest cannot see the
- * kernel's housekeeping mask; CPU 0 unless it was offlined); its whole core is never removed.
+ * One v11 step.  The housekeeping CPU is governor_housekeeping()'s (v11 takes the first CPU of
+ * the kernel's housekeeping mask; userspace sees its complement in the isolated and nohz_full
+ * files); its whole core is never removed.
  *   - above high: remove the core of the highest preferred CPU outside the housekeeping core;
  *   - at or below low (v11 uses <=): add the core of the lowest online CPU not preferred;
  *   - in between: hold.
@@ -77,7 +91,7 @@ void governor_step(const struct governor_input *in, struct governor_output *out)
     ch_cpuset cur, hk_core, core;
 
     memset(out, 0, sizeof(*out));
-    int hk = ch_cpuset_next(in->online, 0);
+    int hk = governor_housekeeping(in->online, in->isolated);
     if (hk < 0) {
         out->action = GOV_NO_SAMPLE;
         return;

@@ -23,6 +23,13 @@ void governor_topology_flat(struct cpu_topology *t);
 void governor_core_of(const struct cpu_topology *t, const ch_cpuset *online, unsigned cpu,
                       ch_cpuset *core);
 
+/*
+ * The first housekeeping CPU: the first online CPU that is not isolated (isolcpus=,
+ * nohz_full=; isolated may be NULL), or the first online CPU when all are.  -1 when none is
+ * online.  Its core is never removed and every host hint must contain it.
+ */
+int governor_housekeeping(const ch_cpuset *online, const ch_cpuset *isolated);
+
 struct governor_params {
     uint32_t high; /* steal_pct_x100 above which one core is removed */
     uint32_t low;  /* steal_pct_x100 at or below which one core is added back; < high */
@@ -38,6 +45,7 @@ enum governor_action {
 struct governor_input {
     const struct cpustat *prev, *cur;
     const ch_cpuset *online;
+    const ch_cpuset *isolated; /* may be NULL */
     const struct cpu_topology *topo;
     const ch_cpuset *preferred; /* the set in force now */
     struct governor_params params;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "hint.h"
 
+#include "governor.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -31,8 +33,8 @@ static void describe(const ch_cpuset *s, char *buf, size_t len)
     snprintf(buf, len, "%s %s", ch_cpuset_count(s) == 1 ? "cpu" : "cpus", list);
 }
 
-enum hint_verdict hint_check(const struct ch_hint *h, const ch_cpuset *online, uint64_t last_seq,
-                             char *msg, size_t msglen)
+enum hint_verdict hint_check(const struct ch_hint *h, const ch_cpuset *online,
+                             const ch_cpuset *isolated, uint64_t last_seq, char *msg, size_t msglen)
 {
     char what[128];
 
@@ -53,7 +55,7 @@ enum hint_verdict hint_check(const struct ch_hint *h, const ch_cpuset *online, u
         snprintf(msg, msglen, "%s %s not online", what, ch_cpuset_count(&off) == 1 ? "is" : "are");
         return HINT_NOT_ONLINE;
     }
-    int hk = ch_cpuset_next(online, 0);
+    int hk = governor_housekeeping(online, isolated);
     if (hk >= 0 && !ch_cpuset_test(&h->cpus, (unsigned)hk)) {
         snprintf(msg, msglen, "cpus lack the housekeeping cpu %d", hk);
         return HINT_NO_HOUSEKEEPING;

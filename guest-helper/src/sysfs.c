@@ -99,6 +99,20 @@ int sysfs_read_online(const struct sysfs *s, ch_cpuset *out)
     return rc;
 }
 
+void sysfs_read_isolated(const struct sysfs *s, ch_cpuset *out)
+{
+    static const char *const files[] = {"isolated", "nohz_full"};
+    char path[PATH_MAX];
+    ch_cpuset set;
+
+    ch_cpuset_zero(out);
+    for (unsigned i = 0; i < 2; i++) {
+        int n = snprintf(path, sizeof(path), "%s/%s", s->cpu_dir, files[i]);
+        if (n > 0 && (size_t)n < sizeof(path) && read_cpulist(path, &set) == 0)
+            ch_cpuset_or(out, out, &set);
+    }
+}
+
 int sysfs_write_preferred(const struct sysfs *s, const ch_cpuset *set)
 {
     char buf[CH_CPULIST_MAX_LEN + 2];
@@ -165,6 +179,7 @@ int sysfs_sample(const struct sysfs *s, struct sample *out)
 
     if (rc < 0)
         return rc;
+    sysfs_read_isolated(s, &out->isolated);
     out->have_stat = sysfs_read_cpustat(s, &out->stat) == 0;
     return sysfs_read_topology(s, &out->online, &out->topo);
 }

@@ -39,6 +39,8 @@ int sysfs_read_preferred(const struct sysfs *s, ch_cpuset *out);
  */
 int sysfs_write_preferred(const struct sysfs *s, const ch_cpuset *set);
 int sysfs_read_online(const struct sysfs *s, ch_cpuset *out);
+/* The union of the isolated and nohz_full files; absent or "(null)" files count as empty. */
+void sysfs_read_isolated(const struct sysfs *s, ch_cpuset *out);
 /* SMT cores of the online CPUs; a CPU without topology files is its own core. */
 int sysfs_read_topology(const struct sysfs *s, const ch_cpuset *online, struct cpu_topology *t);
 int sysfs_read_cpustat(const struct sysfs *s, struct cpustat *out);
@@ -48,6 +50,7 @@ struct sample {
     struct cpustat stat;
     bool have_stat;
     ch_cpuset online;
+    ch_cpuset isolated; /* isolcpus= and nohz_full= CPUs: not housekeeping */
     struct cpu_topology topo;
 };
 

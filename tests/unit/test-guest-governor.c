@@ -12,6 +12,7 @@
 struct sim {
     unsigned ncpus;
     ch_cpuset online;
+    ch_cpuset isolated;
     struct cpu_topology topo;
     uint64_t user[64], idle[64], steal[64];
     struct cpustat *prev, *cur;
@@ -74,6 +75,7 @@ static const char *sim_step(struct sim *s, unsigned steal_pct, enum governor_act
         .prev = s->prev,
         .cur = s->cur,
         .online = &s->online,
+        .isolated = &s->isolated,
         .topo = &s->topo,
         .preferred = &s->preferred,
         .params = {.high = 500, .low = 200},
@@ -230,6 +232,28 @@ TEST(repairs_a_set_without_the_housekeeping_cpu)
     CHECK_INT(a, GOV_HOLD);
     ch_cpuset_zero(&s->preferred);
     CHECK_STR(sim_step(s, 3, &a), "0-1");
+    sim_free(s);
+}
+
+TEST(isolated_cpus_are_not_housekeeping)
+{
+    struct sim *s = sim_new(8, 2);
+
+    /* nohz_full=0-1: the housekeeping core is {2,3}; CPUs 0-1 may go like any other. */
+    ch_cpuset_set(&s->isolated, 0);
+    ch_cpuset_set(&s->isolated, 1);
+    CHECK_STR(sim_step(s, 20, NULL), "0-5");
+    CHECK_STR(sim_step(s, 20, NULL), "0-3");
+    CHECK_STR(sim_step(s, 20, NULL), "2-3");
+    CHECK_STR(sim_step(s, 20, NULL), "2-3");
+    CHECK_STR(sim_step(s, 0, NULL), "0-3");
+    CHECK_INT(governor_housekeeping(&s->online, &s->isolated), 2);
+    CHECK_INT(governor_housekeeping(&s->online, NULL), 0);
+    ch_cpuset_fill(&s->isolated, 8);
+    CHECK_INT(governor_housekeeping(&s->online, &s->isolated), 0);
+    ch_cpuset empty;
+    ch_cpuset_zero(&empty);
+    CHECK_INT(governor_housekeeping(&empty, NULL), -1);
     sim_free(s);
 }
 

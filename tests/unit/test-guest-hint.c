@@ -7,40 +7,48 @@
 
 static const struct {
     const char *online;
+    const char *isolated;
     uint64_t last_seq;
     uint64_t seq;
     const char *cpus;
     enum hint_verdict verdict;
     const char *message;
 } table[] = {
-    {"0-3", 0, 1, "0-3", HINT_OK, ""},
-    {"0-3", 0, 1, "0", HINT_OK, ""},
-    {"0-3", 5, 6, "0,2", HINT_OK, ""},
-    {"0-3", 0, 1, "0,7", HINT_NOT_ONLINE, "cpu 7 is not online"},
-    {"0-3", 0, 1, "0-5,9", HINT_NOT_ONLINE, "cpus 4-5,9 are not online"},
-    {"0,2-3", 0, 1, "0-1", HINT_NOT_ONLINE, "cpu 1 is not online"},
-    {"0-3", 0, 1, "1-3", HINT_NO_HOUSEKEEPING, "cpus lack the housekeeping cpu 0"},
+    {"0-3", "", 0, 1, "0-3", HINT_OK, ""},
+    {"0-3", "", 0, 1, "0", HINT_OK, ""},
+    {"0-3", "", 5, 6, "0,2", HINT_OK, ""},
+    {"0-3", "", 0, 1, "0,7", HINT_NOT_ONLINE, "cpu 7 is not online"},
+    {"0-3", "", 0, 1, "0-5,9", HINT_NOT_ONLINE, "cpus 4-5,9 are not online"},
+    {"0,2-3", "", 0, 1, "0-1", HINT_NOT_ONLINE, "cpu 1 is not online"},
+    {"0-3", "", 0, 1, "1-3", HINT_NO_HOUSEKEEPING, "cpus lack the housekeeping cpu 0"},
     /* CPU 0 offline: the first online CPU is the housekeeping one */
-    {"1-3", 0, 1, "2-3", HINT_NO_HOUSEKEEPING, "cpus lack the housekeeping cpu 1"},
-    {"1-3", 0, 1, "1", HINT_OK, ""},
-    {"0-3", 5, 5, "0", HINT_STALE_SEQ, "seq 5 is not above the last applied seq 5"},
-    {"0-3", 5, 4, "0", HINT_STALE_SEQ, "seq 4 is not above the last applied seq 5"},
+    {"1-3", "", 0, 1, "2-3", HINT_NO_HOUSEKEEPING, "cpus lack the housekeeping cpu 1"},
+    {"1-3", "", 0, 1, "1", HINT_OK, ""},
+    {"0-3", "", 5, 5, "0", HINT_STALE_SEQ, "seq 5 is not above the last applied seq 5"},
+    {"0-3", "", 5, 4, "0", HINT_STALE_SEQ, "seq 4 is not above the last applied seq 5"},
     /* stale is checked first: the content of a replayed hint does not matter */
-    {"0-3", 9, 2, "7", HINT_STALE_SEQ, "seq 2 is not above the last applied seq 9"},
-    {"0-3", 0, 1, "", HINT_EMPTY, "empty cpu list"},
-    {"0-3", UINT64_MAX - 1, UINT64_MAX, "0", HINT_OK, ""},
+    {"0-3", "", 9, 2, "7", HINT_STALE_SEQ, "seq 2 is not above the last applied seq 9"},
+    {"0-3", "", 0, 1, "", HINT_EMPTY, "empty cpu list"},
+    {"0-3", "", UINT64_MAX - 1, UINT64_MAX, "0", HINT_OK, ""},
+    /* isolcpus=0 / nohz_full=0-1: the first CPU the kernel keeps for itself is housekeeping */
+    {"0-3", "0", 0, 1, "1-3", HINT_OK, ""},
+    {"0-3", "0-1", 0, 1, "0-1", HINT_NO_HOUSEKEEPING, "cpus lack the housekeeping cpu 2"},
+    /* everything isolated: back to the first online CPU */
+    {"0-3", "0-3", 0, 1, "0", HINT_OK, ""},
 };
 
 TEST(validation_table)
 {
     for (size_t i = 0; i < ARRAY_SIZE(table); i++) {
         struct ch_hint h = {.seq = table[i].seq, .lease_ms = 1000};
-        ch_cpuset online;
+        ch_cpuset online, isolated;
         char msg[256];
 
         CHECK(ch_cpulist_parse(table[i].online, strlen(table[i].online), &online) == 0);
+        CHECK(ch_cpulist_parse(table[i].isolated, strlen(table[i].isolated), &isolated) == 0);
         CHECK(ch_cpulist_parse(table[i].cpus, strlen(table[i].cpus), &h.cpus) == 0);
-        enum hint_verdict v = hint_check(&h, &online, table[i].last_seq, msg, sizeof(msg));
+        enum hint_verdict v =
+            hint_check(&h, &online, &isolated, table[i].last_seq, msg, sizeof(msg));
         CHECK_MSG(v == table[i].verdict, "row %zu: verdict %s, expected %s", i,
                   hint_verdict_code(v), hint_verdict_code(table[i].verdict));
         CHECK_MSG(strcmp(msg, table[i].message) == 0, "row %zu: message \"%s\"", i, msg);
@@ -66,6 +74,6 @@ TEST(long_offending_lists_are_shortened)
     ch_cpuset_zero(&h.cpus);
     for (unsigned c = 0; c < 200; c += 2)
         ch_cpuset_set(&h.cpus, c);
-    CHECK_INT(hint_check(&h, &online, 0, msg, sizeof(msg)), HINT_NOT_ONLINE);
+    CHECK_INT(hint_check(&h, &online, NULL, 0, msg, sizeof(msg)), HINT_NOT_ONLINE);
     CHECK_STR(msg, "cpus 2,... are not online");
 }

@@ -235,6 +235,29 @@ def local_governor(tree, host, d):
         t.join()
 
 
+@plain
+def isolated_housekeeping():
+    """With nohz_full=0 the housekeeping CPU is 1; "(null)" in isolated means none."""
+    tree = Tree()
+    Tree.write(os.path.join(tree.cpu, "isolated"), "(null)\n")
+    Tree.write(os.path.join(tree.cpu, "nohz_full"), "0\n")
+    host = Host(os.path.join(tree.root, "port.sock"))
+    d = Daemon(tree, ["--port", host.path])
+    try:
+        host.accept()
+        host.expect(type="status")
+        host.hint(1, "1-3")
+        host.expect(type="status", seq=1, applied="1-3")
+        check(tree.preferred() == "1-3\n", "isolated CPU 0 may be left out")
+        host.hint(2, "0,2")
+        e = host.expect(type="error", seq=2)
+        check(e["code"] == "no-housekeeping" and "cpu 1" in e["message"], "housekeeping 1: %s" % e)
+    finally:
+        d.stop()
+        host.close(listener_too=True)
+        tree.cleanup()
+
+
 @case(args=["--interval-ms", "100"])
 def hotplug(tree, host, d):
     host.expect(type="status")
