@@ -11,6 +11,8 @@
 
 #define INTERVAL_MIN 100u
 #define INTERVAL_MAX 100000u
+/* steal_governor's own limit for high_threshold, so fallback = kernel accepts our values */
+#define HIGH_MAX (CH_STEAL_MAX - 1)
 
 enum {
     OPT_SYSFS_ROOT = 256,
@@ -152,9 +154,9 @@ static int file_key(void *ctx, const struct ch_conf_line *l, char *err, size_t e
     if (strcmp(k, "interval_ms") == 0)
         return set_uint(&cfg->interval_ms, k, v, INTERVAL_MIN, INTERVAL_MAX, err, errlen);
     if (strcmp(k, "high_threshold") == 0)
-        return set_uint(&cfg->high, k, v, 1, CH_STEAL_MAX, err, errlen);
+        return set_uint(&cfg->high, k, v, 1, HIGH_MAX, err, errlen);
     if (strcmp(k, "low_threshold") == 0)
-        return set_uint(&cfg->low, k, v, 0, CH_STEAL_MAX - 1, err, errlen);
+        return set_uint(&cfg->low, k, v, 0, HIGH_MAX - 1, err, errlen);
     if (strcmp(k, "modprobe") == 0)
         return set_path(cfg->modprobe, k, v, err, errlen);
     if (strcmp(k, "log") == 0)
@@ -193,9 +195,9 @@ static int apply_option(struct config *cfg, int opt, const char *arg, char *err,
     case OPT_INTERVAL:
         return set_uint(&cfg->interval_ms, n, arg, INTERVAL_MIN, INTERVAL_MAX, err, errlen);
     case OPT_HIGH:
-        return set_uint(&cfg->high, n, arg, 1, CH_STEAL_MAX, err, errlen);
+        return set_uint(&cfg->high, n, arg, 1, HIGH_MAX, err, errlen);
     case OPT_LOW:
-        return set_uint(&cfg->low, n, arg, 0, CH_STEAL_MAX - 1, err, errlen);
+        return set_uint(&cfg->low, n, arg, 0, HIGH_MAX - 1, err, errlen);
     case OPT_MODPROBE:
         return set_path(cfg->modprobe, n, arg, err, errlen);
     case OPT_LOG:

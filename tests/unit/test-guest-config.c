@@ -90,7 +90,7 @@ static const struct {
     {"interval_ms = 99\n", -ERANGE, ":1: interval_ms: 99 is out of range 100..100000"},
     {"\n\ninterval_ms = 100001\n", -ERANGE, ":3: interval_ms: 100001 is out of range 100..100000"},
     {"interval_ms = 1e3\n", -EINVAL, ":1: interval_ms: \"1e3\" is not an unsigned integer"},
-    {"high_threshold = 10001\n", -ERANGE, ":1: high_threshold: 10001 is out of range 1..10000"},
+    {"high_threshold = 10000\n", -ERANGE, ":1: high_threshold: 10000 is out of range 1..9999"},
     {"low_threshold = -1\n", -EINVAL, ":1: low_threshold: \"-1\" is not an unsigned integer"},
     {"fallback = kernel-ish\n", -EINVAL,
      ":1: fallback: \"kernel-ish\" is not one of local, kernel, none"},
@@ -127,7 +127,7 @@ TEST(cross_checks_and_command_line_errors)
     CHECK_INT(LOAD(cfg, err, "--config", "@", "--low", "300"), -ERANGE);
     CHECK_STR(err, "low threshold 300 must be below high threshold 300");
     CHECK_INT(LOAD(cfg, err, "--config", "@", "--high", "0"), -ERANGE);
-    CHECK_STR(err, "--high: 0 is out of range 1..10000");
+    CHECK_STR(err, "--high: 0 is out of range 1..9999");
     CHECK_INT(LOAD(cfg, err, "--config", "@", "--interval-ms", "x"), -EINVAL);
     CHECK_STR(err, "--interval-ms: \"x\" is not an unsigned integer");
     CHECK_INT(LOAD(cfg, err, "--config", "@", "--nope"), -EINVAL);
