@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -32,6 +33,7 @@ struct hostd {
     struct event *tick;
     struct event *sigs[3];
     unsigned samples; /* --once: samples taken */
+    uint64_t sample_start_ms;
     int exit_code;
 };
 
@@ -152,12 +154,38 @@ static void on_conn(void *ctx, enum conn_event ev, const char *uuid, const char 
         col_invalidate(h->col, uuid);
 }
 
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/*
+ * The next sample one interval after this one started, but never sooner than a quarter
+ * interval after it ended: a slow libvirtd must not make two samples land back to back.
+ * --once waits a whole interval after its first sample.
+ */
+static void arm(struct hostd *h)
+{
+    uint64_t spent = mono_ms() - h->sample_start_ms, iv = h->cfg.interval_ms;
+    uint64_t delay = h->cfg.once || spent >= iv ? iv : iv - spent;
+
+    if (!h->cfg.once && delay < iv / 4)
+        delay = iv / 4;
+    struct timeval tv = {(time_t)(delay / 1000), (long)(delay % 1000) * 1000};
+
+    evtimer_add(h->tick, &tv);
+}
+
 static void sample(struct hostd *h)
 {
     virConnectPtr vc = conn_get(h->conn);
     struct snapshot *s;
     int rc;
 
+    h->sample_start_ms = mono_ms();
     if (!vc)
         return; /* reconnecting; conn logs */
     if ((rc = col_sample(h->col, vc, &s)) == -ENOTCONN) {
@@ -166,6 +194,8 @@ static void sample(struct hostd *h)
     }
     if (rc < 0)
         return;
+    log_msg(LOG_LVL_DEBUG, "sample of %u domains took %llu ms", s->ndom,
+            (unsigned long long)(mono_ms() - h->sample_start_ms));
     h->samples++;
     if ((rc = eng_feed(&h->eng, s, conn_generation(h->conn))) < 0)
         log_msg(LOG_LVL_ERR, "decision failed: %s", strerror(-rc));
@@ -194,6 +224,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         return;
     }
     sample(h);
+    arm(h);
     if (h->cfg.once && h->eng.decided) {
         print_report(h, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED);
         event_base_loopexit(h->base, NULL);
@@ -220,7 +251,6 @@ static int start(struct hostd *h)
 {
     static const int signals[] = {SIGINT, SIGTERM, SIGHUP};
     char err[512];
-    int flags = 0;
 
     if (!(h->base = event_base_new())) {
         log_msg(LOG_LVL_ERR, "cannot create the event loop");
@@ -253,15 +283,15 @@ static int start(struct hostd *h)
             log_msg(LOG_LVL_ERR, "cannot connect to %s: %s", h->cfg.uri, conn_error());
             return -ENOTCONN;
         }
-        flags = EV_PERSIST;
     }
-    h->tick = event_new(h->base, -1, flags, on_tick, h);
-    if (!h->tick)
+    if (!(h->tick = evtimer_new(h->base, on_tick, h)))
         return -ENOMEM;
-    struct timeval iv = {h->cfg.interval_ms / 1000, (h->cfg.interval_ms % 1000) * 1000};
-    evtimer_add(h->tick, h->replay ? &zero_tv : &iv);
-    if (!h->replay)
+    if (h->replay) {
+        evtimer_add(h->tick, &zero_tv);
+    } else {
         sample(h); /* the first sample now, so --once takes one interval */
+        arm(h);
+    }
     return 0;
 }
 
