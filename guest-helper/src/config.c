@@ -307,7 +307,7 @@ void config_usage(FILE *out, const char *prog)
     fprintf(out,
             "Usage: %s [OPTION]...\n"
             "Apply the host's preferred-CPU hints in a KVM guest (corehint), with a lease and a\n"
-            "local steal-time fallback.  Runs in the foreground (systemd: Type=simple); logs to\n"
+            "local steal-time fallback.  Runs in the foreground (systemd: Type=notify); logs to\n"
             "stderr unless --log syslog.\n"
             "\n"
             "  -c, --config FILE      configuration file (default " CONFIG_DEFAULT_FILE ";\n"

@@ -15,6 +15,7 @@
 #include "corehint/log.h"
 #include "corehint/proto.h"
 #include "fallback.h"
+#include "notify.h"
 #include "port.h"
 #include "sysfs.h"
 
@@ -33,6 +34,7 @@ static void on_stop(evutil_socket_t sig, short what, void *arg)
     struct daemon *d = arg;
 
     log_msg(LOG_LVL_INFO, "signal %d: stopping", (int)sig);
+    notify_send("STOPPING=1");
     event_base_loopexit(d->base, NULL);
 }
 
@@ -52,6 +54,7 @@ static void on_reload(evutil_socket_t sig, short what, void *arg)
     control_reconfigure(d->control, next);
     port_reconfigure(d->port, next);
     log_msg(LOG_LVL_INFO, "reloaded %s", next->file);
+    notify_send("READY=1");
 }
 
 static int restore(const struct config *cfg)
@@ -104,6 +107,8 @@ static int run(struct daemon *d)
     port_start(d->port);
     log_msg(LOG_LVL_INFO, "running (port %s, fallback %s, interval %u ms)", cfg->port,
             config_fallback_name(cfg->fallback), cfg->interval_ms);
+    if (cfg->action == ACTION_RUN && notify_send("READY=1") < 0)
+        log_msg(LOG_LVL_WARN, "cannot notify systemd through $NOTIFY_SOCKET");
     event_base_dispatch(d->base);
     rc = control_stop(d->control);
     if (cfg->action == ACTION_ONCE)

@@ -9,6 +9,7 @@ import json
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -170,6 +171,27 @@ def reconnect(tree, host, d):
     host.hint(2, "0-3")
     m = host.recv()
     check(m["type"] == "status" and m["seq"] == 2, "second host hello not answered: %s" % m)
+
+
+@plain
+def systemd_notify():
+    """Type=notify without libsystemd: READY=1 once running, STOPPING=1 on SIGTERM."""
+    tree = Tree()
+    path = os.path.join(tree.root, "notify.sock")
+    ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    ns.bind(path)
+    d = Daemon(tree, ["--port", os.path.join(tree.root, "absent.sock")], env={"NOTIFY_SOCKET": path})
+    try:
+        r, _, _ = select.select([ns], [], [], 10 * SLOW)
+        check(r and ns.recv(256) == b"READY=1", "READY=1 on $NOTIFY_SOCKET")
+        d.signal(signal.SIGTERM)
+        r, _, _ = select.select([ns], [], [], 10 * SLOW)
+        check(r and ns.recv(256) == b"STOPPING=1", "STOPPING=1 on SIGTERM")
+        check(d.wait() == 0, "exit 0")
+    finally:
+        d.stop()
+        ns.close()
+        tree.cleanup()
 
 
 @case()
