@@ -13,7 +13,11 @@
 
 #include "corehint/log.h"
 
+#ifdef COREHINT_GUESTD_CONF
+#define CONFIG_DEFAULT_FILE COREHINT_GUESTD_CONF
+#else
 #define CONFIG_DEFAULT_FILE "/etc/corehint/guestd.conf"
+#endif
 #define CONFIG_PORT_AUTO "auto"
 
 enum fallback_kind {
