@@ -2,7 +2,6 @@
 #include "collect.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,19 +46,21 @@ void col_free(struct collector *col)
     free(col);
 }
 
-static int cmp_entry(const void *a, const void *b)
-{
-    return strcmp(((const struct xml_entry *)a)->uuid, ((const struct xml_entry *)b)->uuid);
-}
-
 static struct xml_entry *cache_find(struct collector *col, const char *uuid)
 {
-    struct xml_entry key;
+    unsigned lo = 0, hi = col->ncache;
 
-    if (!col->ncache)
-        return NULL;
-    snprintf(key.uuid, sizeof(key.uuid), "%s", uuid);
-    return bsearch(&key, col->cache, col->ncache, sizeof(key), cmp_entry);
+    while (lo < hi) {
+        unsigned mid = lo + (hi - lo) / 2;
+        int c = strcmp(col->cache[mid].uuid, uuid);
+        if (c == 0)
+            return &col->cache[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
 }
 
 void col_invalidate(struct collector *col, const char *uuid)
@@ -70,6 +71,29 @@ void col_invalidate(struct collector *col, const char *uuid)
         col->all_stale = true;
     else if ((e = cache_find(col, uuid)))
         e->stale = true;
+}
+
+/* The live value of <shares>, which differs from the XML's after `virsh schedinfo`. */
+static unsigned live_shares(virDomainPtr dom, unsigned xml_value)
+{
+    virTypedParameterPtr params = NULL;
+    unsigned long long v = 0;
+    unsigned out = xml_value;
+    char *type;
+    int n = 0;
+
+    if (!(type = virDomainGetSchedulerType(dom, &n)))
+        return out;
+    free(type);
+    if (n <= 0 || !(params = calloc((size_t)n, sizeof(*params))))
+        return out;
+    if (virDomainGetSchedulerParametersFlags(dom, params, &n, VIR_DOMAIN_AFFECT_LIVE) == 0 &&
+        virTypedParamsGetULLong(params, n, VIR_DOMAIN_SCHEDULER_CPU_SHARES, &v) == 1 && v > 0 &&
+        v <= 262144)
+        out = (unsigned)v;
+    virTypedParamsClear(params, n);
+    free(params);
+    return out;
 }
 
 /* Topology, shares and channel from the live XML, cached between samples. */
@@ -85,21 +109,8 @@ static void dom_xml(struct collector *col, virDomainPtr dom, struct snap_dom *d)
         if (dx_parse(xml, strlen(xml), &info) < 0)
             log_msg(LOG_LVL_WARN, "domain %s: unparsable XML", d->name);
         free(xml);
-        /* The live value of <shares>, which may differ from the XML after schedinfo. */
-        if (info.shares > 0) {
-            virTypedParameterPtr params = NULL;
-            int n = 0;
-            unsigned long long v;
-
-            if (virDomainGetSchedulerParametersFlags(dom, NULL, &n, 0) == 0 && n > 0 &&
-                (params = calloc((size_t)n, sizeof(*params))) &&
-                virDomainGetSchedulerParametersFlags(dom, params, &n, VIR_DOMAIN_AFFECT_LIVE) == 0 &&
-                virTypedParamsGetULLong(params, n, VIR_DOMAIN_SCHEDULER_CPU_SHARES, &v) == 1 &&
-                v > 0 && v <= 262144)
-                info.shares = (unsigned)v;
-            if (params)
-                virTypedParamsFree(params, n);
-        }
+        if (info.shares > 0)
+            info.shares = live_shares(dom, info.shares);
         if (e)
             e->age = 0;
     } else {
@@ -141,6 +152,23 @@ static struct snap_vcpu *vcpu_slot(struct snap_dom *d, unsigned id)
     return NULL;
 }
 
+/* "vcpu.<n>.<field>" -> n and field. */
+static bool vcpu_field(const char *name, unsigned *id, char *field, size_t size)
+{
+    unsigned long n;
+    char *end;
+
+    if (strncmp(name, "vcpu.", 5) != 0 || name[5] < '0' || name[5] > '9')
+        return false;
+    errno = 0;
+    n = strtoul(name + 5, &end, 10);
+    if (errno || *end != '.' || n > UINT32_MAX || strlen(end + 1) >= size)
+        return false;
+    *id = (unsigned)n;
+    snprintf(field, size, "%s", end + 1);
+    return true;
+}
+
 /* vcpu.<n>.* from the bulk stats record. */
 static int dom_stats(struct snap_dom *d, const virDomainStatsRecord *rec)
 {
@@ -170,7 +198,7 @@ static int dom_stats(struct snap_dom *d, const virDomainStatsRecord *rec)
         unsigned id;
         struct snap_vcpu *v;
 
-        if (sscanf(p->field, "vcpu.%u.%79s", &id, field) != 2 || id >= max)
+        if (!vcpu_field(p->field, &id, field, sizeof(field)) || id >= max)
             continue;
         v = &d->vcpu[id];
         if (strcmp(field, "state") == 0 && p->type == VIR_TYPED_PARAM_INT)
@@ -272,21 +300,39 @@ static void node_stats(struct snapshot *s, virConnectPtr vc)
     free(params);
 }
 
+/* Up to max decimal fields after p; returns how many were read. */
+static unsigned numbers(const char *p, uint64_t *out, unsigned max)
+{
+    unsigned n = 0;
+
+    while (n < max) {
+        char *end;
+        while (*p == ' ')
+            p++;
+        if (*p < '0' || *p > '9')
+            break;
+        errno = 0;
+        out[n] = strtoull(p, &end, 10);
+        if (errno)
+            break;
+        n++;
+        p = end;
+    }
+    return n;
+}
+
 int col_parse_schedstat(const char *text, struct snap_pcpu *pcpu, unsigned npcpu)
 {
     unsigned found = 0;
 
     for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-        unsigned cpu;
-        uint64_t f[9];
+        uint64_t f[10];
 
         /* version 15+: cpuN yld(0) 0 sched_count sched_goidle ttwu ttwu_local run wait slices */
-        if (sscanf(l, "cpu%u %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
-                      " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64,
-                   &cpu, &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8]) != 10)
+        if (strncmp(l, "cpu", 3) != 0 || numbers(l + 3, f, 10) != 10)
             continue;
-        if (cpu < npcpu) {
-            pcpu[cpu].wait_ns = f[7];
+        if (f[0] < npcpu) {
+            pcpu[f[0]].wait_ns = f[8];
             found++;
         }
     }
@@ -298,7 +344,7 @@ int col_parse_psi(const char *text, uint64_t *some_total_us)
     const char *p = strstr(text, "some ");
     const char *t = p ? strstr(p, "total=") : NULL;
 
-    if (!t || sscanf(t, "total=%" SCNu64, some_total_us) != 1)
+    if (!t || numbers(t + 6, some_total_us, 1) != 1)
         return -EINVAL;
     return 0;
 }
@@ -363,9 +409,9 @@ int col_sample(struct collector *col, virConnectPtr vc, struct snapshot **out)
         rc = -ENOMEM;
         goto cleanup;
     }
-    n = virConnectGetAllDomainStats(vc, VIR_DOMAIN_STATS_STATE | VIR_DOMAIN_STATS_VCPU |
-                                        VIR_DOMAIN_STATS_CPU_TOTAL,
-                                    &recs, VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE);
+    n = virConnectGetAllDomainStats(
+        vc, VIR_DOMAIN_STATS_STATE | VIR_DOMAIN_STATS_VCPU | VIR_DOMAIN_STATS_CPU_TOTAL, &recs,
+        VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE);
     clock_gettime(CLOCK_MONOTONIC, &ts);
     s->t_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
     if (n < 0) {
@@ -384,8 +430,7 @@ int col_sample(struct collector *col, virConnectPtr vc, struct snapshot **out)
             continue;
         snprintf(d->name, sizeof(d->name), "%s", virDomainGetName(recs[i]->dom));
         s->ndom++;
-        if ((rc = dom_stats(d, recs[i])) < 0 ||
-            (rc = dom_placement(d, recs[i]->dom, s->npcpu)) < 0)
+        if ((rc = dom_stats(d, recs[i])) < 0 || (rc = dom_placement(d, recs[i]->dom, s->npcpu)) < 0)
             goto cleanup;
         dom_xml(col, recs[i]->dom, d);
     }

@@ -19,10 +19,22 @@ struct knob {
     const char *help;
 };
 
-#define KU(k, f, lo, hi, h) {k, K_UINT, offsetof(struct hd_config, f), lo, hi, h}
-#define KD(k, f, lo, hi, h) {k, K_DOUBLE, offsetof(struct hd_config, f), lo, hi, h}
-#define KB(k, f, h) {k, K_BOOL, offsetof(struct hd_config, f), 0, 0, h}
-#define KS(k, f, h) {k, K_STRING, offsetof(struct hd_config, f), 0, sizeof(((struct hd_config *)0)->f), h}
+#define KU(k, f, lo, hi, h)                                                                        \
+    {                                                                                              \
+        k, K_UINT, offsetof(struct hd_config, f), lo, hi, h                                        \
+    }
+#define KD(k, f, lo, hi, h)                                                                        \
+    {                                                                                              \
+        k, K_DOUBLE, offsetof(struct hd_config, f), lo, hi, h                                      \
+    }
+#define KB(k, f, h)                                                                                \
+    {                                                                                              \
+        k, K_BOOL, offsetof(struct hd_config, f), 0, 0, h                                          \
+    }
+#define KS(k, f, h)                                                                                \
+    {                                                                                              \
+        k, K_STRING, offsetof(struct hd_config, f), 0, sizeof(((struct hd_config *)0)->f), h       \
+    }
 
 /* Every knob of the [global] part of the file; the order is the --dump-config order. */
 static const struct knob knobs[] = {
@@ -33,8 +45,10 @@ static const struct knob knobs[] = {
     KU("shrink_after", shrink_after, 1, 1000, "intervals of contention before shrinking"),
     KB("use_shares", use_shares, "weight from libvirt <shares> when set"),
     KD("saturated", saturated, 0.5, 1.0, "busy share of k at which demand is censored"),
-    KD("compliance_run", compliance_run, 0.0, 1.0, "run share of a non-preferred vCPU that violates"),
-    KU("compliance_intervals", compliance_intervals, 1, 1000, "violating intervals = non-compliant"),
+    KD("compliance_run", compliance_run, 0.0, 1.0,
+       "run share of a non-preferred vCPU that violates"),
+    KU("compliance_intervals", compliance_intervals, 1, 1000,
+       "violating intervals = non-compliant"),
     KU("lease_intervals", lease_intervals, 2, 100, "hint lease, in intervals"),
     KS("metrics_listen", metrics_listen, "ADDR:PORT of /metrics and /status, \"\" = off"),
     KS("channel_dir", channel_dir, "replay only: channel sockets are DIR/NAME.sock"),
@@ -80,7 +94,8 @@ int cfg_set(struct hd_config *c, const char *key, const char *value, char *err, 
     field = (char *)c + k->off;
     switch (k->type) {
     case K_UINT:
-        if ((rc = ch_conf_uint(key, value, (uint64_t)k->min, (uint64_t)k->max, &u, err, errlen)) < 0)
+        if ((rc = ch_conf_uint(key, value, (uint64_t)k->min, (uint64_t)k->max, &u, err, errlen)) <
+            0)
             return rc;
         *(unsigned *)(void *)field = (unsigned)u;
         return 0;
@@ -158,8 +173,7 @@ int cfg_load_file(struct hd_config *c, const char *path, bool must_exist, char *
     return rc;
 }
 
-int cfg_load_text(struct hd_config *c, const char *name, const char *text, char *err,
-                  size_t errlen)
+int cfg_load_text(struct hd_config *c, const char *name, const char *text, char *err, size_t errlen)
 {
     return ch_conf_parse_text(name, text, on_line, c, err, errlen);
 }

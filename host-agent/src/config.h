@@ -24,18 +24,18 @@ struct hd_config {
     /* sampling */
     unsigned interval_ms;
     /* policy */
-    double target_utilisation; /* share of a pool's pCPUs the VMs may fill */
-    double headroom;           /* added to the entitlement before rounding up to vCPUs */
-    unsigned min_cpus;         /* never prefer fewer vCPUs than this */
-    unsigned shrink_after;     /* intervals of contention before a shrink takes effect */
-    bool use_shares;           /* weight from libvirt <shares> when the XML sets it */
-    double saturated;          /* preferred vCPUs busier than this share of k are censored */
-    double compliance_run;     /* a non-preferred vCPU running more than this is a violation */
+    double target_utilisation;     /* share of a pool's pCPUs the VMs may fill */
+    double headroom;               /* added to the entitlement before rounding up to vCPUs */
+    unsigned min_cpus;             /* never prefer fewer vCPUs than this */
+    unsigned shrink_after;         /* intervals of contention before a shrink takes effect */
+    bool use_shares;               /* weight from libvirt <shares> when the XML sets it */
+    double saturated;              /* preferred vCPUs busier than this share of k are censored */
+    double compliance_run;         /* a non-preferred vCPU running more than this is a violation */
     unsigned compliance_intervals; /* consecutive violating intervals = non-compliant */
     /* delivery */
-    unsigned lease_intervals;  /* hint lease in intervals */
+    unsigned lease_intervals; /* hint lease in intervals */
     char metrics_listen[128];
-    char channel_dir[256];     /* replay: channel sockets are DIR/<name>.sock */
+    char channel_dir[256]; /* replay: channel sockets are DIR/<name>.sock */
     /* process */
     char uri[256];
     char record[256];
@@ -44,7 +44,7 @@ struct hd_config {
     bool dry_run;
     bool foreground;
     unsigned verbose;
-    char file[256];            /* the file that was read, "" for none */
+    char file[256]; /* the file that was read, "" for none */
     unsigned ndomains;
     struct cfg_domain *domains;
 };

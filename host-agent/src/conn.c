@@ -45,7 +45,7 @@ const char *conn_error(void)
 
 static const char *lifecycle_name(int ev)
 {
-    static const char *const n[] = {"defined", "undefined", "started", "suspended", "resumed",
+    static const char *const n[] = {"defined", "undefined", "started",     "suspended", "resumed",
                                     "stopped", "shutdown",  "pmsuspended", "crashed"};
 
     return ev >= 0 && (unsigned)ev < sizeof(n) / sizeof(n[0]) ? n[ev] : "lifecycle";
@@ -73,8 +73,8 @@ static int on_lifecycle(virConnectPtr vc, virDomainPtr dom, int event, int detai
     return 0;
 }
 
-static void on_tunable(virConnectPtr vc, virDomainPtr dom, virTypedParameterPtr params,
-                       int nparams, void *opaque)
+static void on_tunable(virConnectPtr vc, virDomainPtr dom, virTypedParameterPtr params, int nparams,
+                       void *opaque)
 {
     notify_dom(opaque, dom, "tunable");
 }
@@ -105,7 +105,7 @@ static void drop(struct conn *c)
 
 static void schedule_retry(struct conn *c)
 {
-    struct timeval tv = {c->backoff_ms / 1000, (c->backoff_ms % 1000) * 1000};
+    struct timeval tv = {c->backoff_ms / 1000, (long)(c->backoff_ms % 1000) * 1000};
 
     evtimer_add(c->retry, &tv);
     c->backoff_ms = c->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : c->backoff_ms * 2;
@@ -127,8 +127,8 @@ static int try_open(struct conn *c)
     virConnectPtr vc = virConnectOpen(c->uri);
 
     if (!vc) {
-        log_msg(LOG_LVL_WARN, "cannot connect to %s: %s; retrying in %u ms", c->uri,
-                conn_error(), c->backoff_ms);
+        log_msg(LOG_LVL_WARN, "cannot connect to %s: %s; retrying in %u ms", c->uri, conn_error(),
+                c->backoff_ms);
         return -ENOTCONN;
     }
     c->vc = vc;

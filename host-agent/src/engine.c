@@ -31,7 +31,6 @@ void eng_reset(struct engine *e)
     e->prev = NULL;
 }
 
-
 static const struct pol_decision *dec_find(const struct pol_decision *d, unsigned n,
                                            const char *uuid)
 {

@@ -21,16 +21,16 @@
 
 struct engine {
     const struct hd_config *cfg;
-    FILE *record;            /* --record: every snapshot is appended here */
+    FILE *record; /* --record: every snapshot is appended here */
     struct snapshot *prev;
     unsigned prev_gen;
-    struct model model;      /* the latest model, valid when decided */
+    struct model model; /* the latest model, valid when decided */
     bool decided;
     struct pol_decision *dec; /* one per model domain, uuid order */
     unsigned ndec;
     uint64_t steps;
-    uint64_t last_step_ns;   /* wall time of the last policy step */
-    uint64_t changes;        /* preferred-set changes so far */
+    uint64_t last_step_ns; /* wall time of the last policy step */
+    uint64_t changes;      /* preferred-set changes so far */
 };
 
 void eng_init(struct engine *e, const struct hd_config *cfg, FILE *record);

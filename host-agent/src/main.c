@@ -41,36 +41,50 @@ static const struct timeval zero_tv = {0, 0};
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: corehint-hostd [-c FILE] [--connect URI] [--interval-ms N] [--once]\n"
-            "                      [--dry-run] [--record F | --replay F] [--foreground]\n"
-            "                      [--dump-config] [-v] [--help] [--version]\n"
-            "\n"
-            "  -c, --config FILE   configuration file (default " CFG_DEFAULT_FILE ")\n"
-            "      --connect URI   libvirt URI (default " CFG_DEFAULT_URI ")\n"
-            "      --interval-ms N sampling and decision interval\n"
-            "      --once          sample twice one interval apart, print one JSON document\n"
-            "      --dry-run       decide and log, send nothing\n"
-            "      --record F      append every sample to F as JSON lines\n"
-            "      --replay F      run from a recorded trace instead of libvirt; prints one\n"
-            "                      JSON document per decision (JSON lines)\n"
-            "      --foreground    do not detach; log to stderr\n"
-            "      --dump-config   print the configuration in force and exit\n"
-            "  -v, --verbose       more logging (twice: debug)\n");
+    fprintf(out, "usage: corehint-hostd [-c FILE] [--connect URI] [--interval-ms N] [--once]\n"
+                 "                      [--dry-run] [--record F | --replay F] [--foreground]\n"
+                 "                      [--dump-config] [-v] [--help] [--version]\n"
+                 "\n"
+                 "  -c, --config FILE   configuration file (default " CFG_DEFAULT_FILE ")\n"
+                 "      --connect URI   libvirt URI (default " CFG_DEFAULT_URI ")\n"
+                 "      --interval-ms N sampling and decision interval\n"
+                 "      --once          sample twice one interval apart, print one JSON document\n"
+                 "      --dry-run       decide and log, send nothing\n"
+                 "      --record F      append every sample to F as JSON lines\n"
+                 "      --replay F      run from a recorded trace instead of libvirt; prints one\n"
+                 "                      JSON document per decision (JSON lines)\n"
+                 "      --foreground    do not detach; log to stderr\n"
+                 "      --dump-config   print the configuration in force and exit\n"
+                 "  -v, --verbose       more logging (twice: debug)\n");
 }
 
-enum { OPT_CONNECT = 256, OPT_INTERVAL, OPT_ONCE, OPT_DRY, OPT_RECORD, OPT_REPLAY, OPT_FG,
-       OPT_DUMP, OPT_HELP, OPT_VERSION };
+enum {
+    OPT_CONNECT = 256,
+    OPT_INTERVAL,
+    OPT_ONCE,
+    OPT_DRY,
+    OPT_RECORD,
+    OPT_REPLAY,
+    OPT_FG,
+    OPT_DUMP,
+    OPT_HELP,
+    OPT_VERSION
+};
 
 static const struct option options[] = {
-    {"config", required_argument, NULL, 'c'},    {"connect", required_argument, NULL, OPT_CONNECT},
+    {"config", required_argument, NULL, 'c'},
+    {"connect", required_argument, NULL, OPT_CONNECT},
     {"interval-ms", required_argument, NULL, OPT_INTERVAL},
-    {"once", no_argument, NULL, OPT_ONCE},       {"dry-run", no_argument, NULL, OPT_DRY},
+    {"once", no_argument, NULL, OPT_ONCE},
+    {"dry-run", no_argument, NULL, OPT_DRY},
     {"record", required_argument, NULL, OPT_RECORD},
     {"replay", required_argument, NULL, OPT_REPLAY},
-    {"foreground", no_argument, NULL, OPT_FG},   {"dump-config", no_argument, NULL, OPT_DUMP},
-    {"verbose", no_argument, NULL, 'v'},         {"help", no_argument, NULL, OPT_HELP},
-    {"version", no_argument, NULL, OPT_VERSION}, {NULL, 0, NULL, 0},
+    {"foreground", no_argument, NULL, OPT_FG},
+    {"dump-config", no_argument, NULL, OPT_DUMP},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
 };
 
 /* Defaults, then the file, then the command line.  Returns -1 to continue, else an exit code. */
@@ -108,16 +122,35 @@ static int configure(struct hostd *h, int argc, char **argv, bool *dump)
     optind = 1;
     while ((opt = getopt_long(argc, argv, "c:v", options, NULL)) != -1 && rc == 0) {
         switch (opt) {
-        case OPT_CONNECT: rc = cfg_set(&h->cfg, "connect", optarg, err, sizeof(err)); break;
-        case OPT_INTERVAL: rc = cfg_set(&h->cfg, "interval_ms", optarg, err, sizeof(err)); break;
-        case OPT_ONCE: h->cfg.once = true; break;
-        case OPT_DRY: h->cfg.dry_run = true; break;
-        case OPT_RECORD: snprintf(h->cfg.record, sizeof(h->cfg.record), "%s", optarg); break;
-        case OPT_REPLAY: snprintf(h->cfg.replay, sizeof(h->cfg.replay), "%s", optarg); break;
-        case OPT_FG: h->cfg.foreground = true; break;
-        case OPT_DUMP: *dump = true; break;
-        case 'v': h->cfg.verbose++; break;
-        default: break;
+        case OPT_CONNECT:
+            rc = cfg_set(&h->cfg, "connect", optarg, err, sizeof(err));
+            break;
+        case OPT_INTERVAL:
+            rc = cfg_set(&h->cfg, "interval_ms", optarg, err, sizeof(err));
+            break;
+        case OPT_ONCE:
+            h->cfg.once = true;
+            break;
+        case OPT_DRY:
+            h->cfg.dry_run = true;
+            break;
+        case OPT_RECORD:
+            snprintf(h->cfg.record, sizeof(h->cfg.record), "%s", optarg);
+            break;
+        case OPT_REPLAY:
+            snprintf(h->cfg.replay, sizeof(h->cfg.replay), "%s", optarg);
+            break;
+        case OPT_FG:
+            h->cfg.foreground = true;
+            break;
+        case OPT_DUMP:
+            *dump = true;
+            break;
+        case 'v':
+            h->cfg.verbose++;
+            break;
+        default:
+            break;
         }
     }
     if (rc == 0)
@@ -332,7 +365,9 @@ int main(int argc, char **argv)
     }
     bool detach = !h.cfg.foreground && !h.cfg.once && !h.cfg.replay[0];
     log_init("corehint-hostd",
-             h.cfg.verbose >= 2 ? LOG_LVL_DEBUG : h.cfg.verbose ? LOG_LVL_INFO : LOG_LVL_WARN,
+             h.cfg.verbose >= 2 ? LOG_LVL_DEBUG
+             : h.cfg.verbose    ? LOG_LVL_INFO
+                                : LOG_LVL_WARN,
              detach);
     if (!h.cfg.once && !h.cfg.replay[0])
         log_set_level(h.cfg.verbose >= 2 ? LOG_LVL_DEBUG : LOG_LVL_INFO);
@@ -340,7 +375,7 @@ int main(int argc, char **argv)
         log_msg(LOG_LVL_ERR, "cannot detach: %s", strerror(errno));
         return 1;
     }
-    if ((rc = start(&h)) < 0) {
+    if (start(&h) < 0) {
         stop(&h);
         log_finalise();
         return 1;

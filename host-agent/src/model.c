@@ -195,7 +195,8 @@ int model_pools(struct model *m)
 
         if (first < 0)
             continue;
-        pset_foreach(p, &m->dom[i].span) {
+        pset_foreach(p, &m->dom[i].span)
+        {
             unsigned a = uf_find(parent, (unsigned)first), b = uf_find(parent, (unsigned)p);
             if (a != b)
                 parent[b] = a;
@@ -248,7 +249,7 @@ cleanup:
 
 void model_free(struct model *m)
 {
-    for (unsigned i = 0; i < m->ndom; i++)
+    for (unsigned i = 0; m->dom && i < m->ndom; i++)
         free(m->dom[i].vcpu);
     free(m->dom);
     free(m->pool);

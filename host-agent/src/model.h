@@ -16,12 +16,12 @@
 
 struct model_vcpu {
     unsigned id;
-    double run;      /* share of the interval spent running, 0..1 */
-    double wait;     /* share of the interval spent runnable but queued, 0..1 */
-    double demand;   /* run + wait, 0 when halted */
+    double run;    /* share of the interval spent running, 0..1 */
+    double wait;   /* share of the interval spent runnable but queued, 0..1 */
+    double demand; /* run + wait, 0 when halted */
     bool halted;
-    bool measured;   /* false: new vCPU or its counters went backwards */
-    int home;        /* the pCPU it is pinned to, else the one it last ran on; -1 unknown */
+    bool measured; /* false: new vCPU or its counters went backwards */
+    int home;      /* the pCPU it is pinned to, else the one it last ran on; -1 unknown */
 };
 
 struct model_dom {
@@ -29,12 +29,12 @@ struct model_dom {
     char uuid[SNAP_UUID_LEN + 1];
     unsigned threads;
     unsigned shares;
-    unsigned nvcpu;          /* online vCPUs */
-    struct model_vcpu *vcpu; /* sorted by id */
+    unsigned nvcpu;           /* online vCPUs */
+    struct model_vcpu *vcpu;  /* sorted by id */
     double run, wait, demand; /* sums over the vCPUs, in CPUs */
-    bool measured;           /* every vCPU has a previous sample to compare with */
+    bool measured;            /* every vCPU has a previous sample to compare with */
     unsigned pool;
-    struct hd_pset span;     /* union of its vCPUs' affinities */
+    struct hd_pset span; /* union of its vCPUs' affinities */
 };
 
 struct model_pool {
@@ -54,9 +54,9 @@ struct model {
     bool has_node_stats;
     bool has_schedstat;
     bool has_psi;
-    double psi_some;         /* share of the interval some task waited for CPU */
+    double psi_some; /* share of the interval some task waited for CPU */
     unsigned ndom;
-    struct model_dom *dom;   /* same order as the current snapshot: by uuid */
+    struct model_dom *dom; /* same order as the current snapshot: by uuid */
     unsigned npool;
     struct model_pool *pool;
 };

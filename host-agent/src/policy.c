@@ -24,9 +24,9 @@ struct work {
     const struct model_dom *d;
     const struct pol_decision *prev; /* NULL for a domain seen for the first time */
     struct pol_decision *out;
-    bool prev_valid;                 /* prev's preferred set names only online vCPUs */
+    bool prev_valid; /* prev's preferred set names only online vCPUs */
     unsigned prev_k;
-    double wish;                     /* demand for the contention test: n when censored */
+    double wish; /* demand for the contention test: n when censored */
 };
 
 struct wf_item {
@@ -93,8 +93,8 @@ static int cmp_core(const void *a, const void *b)
  * cores (SMT siblings together) whose pCPUs are least loaded.  Members of the previous set
  * rank first so that growing adds to it and shrinking keeps a subset of it.
  */
-static void choose(const struct model_dom *d, unsigned k, const ch_cpuset *prev,
-                   const double *load, unsigned npcpu, struct core *cores, ch_cpuset *out)
+static void choose(const struct model_dom *d, unsigned k, const ch_cpuset *prev, const double *load,
+                   unsigned npcpu, struct core *cores, ch_cpuset *out)
 {
     unsigned threads = d->threads ? d->threads : 1, ncore = 0, got = 0;
 
@@ -189,25 +189,25 @@ static void prepare(struct work *w, const struct hd_config *cfg)
 }
 
 /* Entitlements of one pool's domains: water-filling, then free capacity to censored VMs. */
-static void entitle(struct work **v, unsigned n, unsigned ncpu, const struct hd_config *cfg,
+static void entitle(struct work *v, unsigned n, unsigned ncpu, const struct hd_config *cfg,
                     struct wf_item *it)
 {
     double cap = ncpu * cfg->target_utilisation, wish = 0, left;
     unsigned m = 0, ncens = 0;
 
     for (unsigned i = 0; i < n; i++)
-        if (v[i]->d->measured)
-            wish += v[i]->wish;
+        if (v[i].d->measured)
+            wish += v[i].wish;
     if (wish <= cap + EPS) {
         for (unsigned i = 0; i < n; i++)
-            v[i]->out->entitlement = v[i]->d->demand;
+            v[i].out->entitlement = v[i].d->demand;
         return;
     }
     for (unsigned i = 0; i < n; i++) {
-        v[i]->out->contended = true;
-        if (!v[i]->d->measured)
+        v[i].out->contended = true;
+        if (!v[i].d->measured)
             continue;
-        it[m++] = (struct wf_item){v[i], v[i]->d->demand, v[i]->out->weight, 0};
+        it[m++] = (struct wf_item){&v[i], v[i].d->demand, v[i].out->weight, 0};
     }
     waterfill(it, m, cap);
     left = cap;
@@ -332,50 +332,52 @@ int pol_step(const struct model *m, const struct hd_config *cfg, const struct po
              unsigned nprev, struct pol_decision *out)
 {
     unsigned n = m->ndom, maxv = 1;
+    /* Domains grouped by pool, uuid order kept inside each pool. */
     struct work *work = calloc(n + 1, sizeof(*work));
-    struct work **bypool = calloc(n + 1, sizeof(*bypool));
     unsigned *start = calloc(m->npool + 2, sizeof(*start));
+    unsigned *fill = calloc(m->npool + 2, sizeof(*fill));
     struct wf_item *items = calloc(n + 1, sizeof(*items));
     double *load = calloc(m->npcpu + 1, sizeof(*load));
     struct core *cores = NULL;
     int rc = -ENOMEM;
 
-    if (!work || !bypool || !start || !items || !load)
+    if (!work || !start || !fill || !items || !load)
         goto cleanup;
     for (unsigned i = 0; i < n; i++) {
-        work[i] = (struct work){.d = &m->dom[i], .out = &out[i]};
-        work[i].prev = prev_find(prev, nprev, m->dom[i].uuid);
-        prepare(&work[i], cfg);
+        start[m->dom[i].pool + 1]++;
         if (m->dom[i].nvcpu > maxv)
             maxv = m->dom[i].nvcpu;
-        start[m->dom[i].pool + 1]++;
     }
     if (!(cores = calloc(maxv, sizeof(*cores))))
         goto cleanup;
-    /* Group domains by pool, keeping uuid order inside each pool. */
-    for (unsigned p = 0; p < m->npool; p++)
+    for (unsigned p = 0; p < m->npool; p++) {
         start[p + 1] += start[p];
-    for (unsigned i = 0, *fill = start; i < n; i++)
-        bypool[fill[m->dom[i].pool]++] = &work[i];
-    memmove(start + 1, start, m->npool * sizeof(*start));
-    start[0] = 0;
+        fill[p] = start[p];
+    }
+    for (unsigned i = 0; i < n; i++) {
+        struct work *w = &work[fill[m->dom[i].pool]++];
+
+        *w = (struct work){.d = &m->dom[i], .out = &out[i]};
+        w->prev = prev_find(prev, nprev, m->dom[i].uuid);
+        prepare(w, cfg);
+    }
     memcpy(load, m->pcpu_contention, m->npcpu * sizeof(*load));
     for (unsigned p = 0; p < m->npool; p++) {
-        struct work **v = &bypool[start[p]];
+        struct work *v = &work[start[p]];
         unsigned cnt = start[p + 1] - start[p];
 
         entitle(v, cnt, m->pool[p].ncpu, cfg, items);
         for (unsigned i = 0; i < cnt; i++) {
-            decide_count(v[i], cfg);
-            place(v[i], load, m->npcpu, cores);
-            compliance(v[i], cfg);
+            decide_count(&v[i], cfg);
+            place(&v[i], load, m->npcpu, cores);
+            compliance(&v[i], cfg);
         }
     }
     rc = 0;
 
 cleanup:
     free(work);
-    free(bypool);
+    free(fill);
     free(start);
     free(items);
     free(load);

@@ -24,16 +24,16 @@ enum pol_reason {
 
 struct pol_decision {
     char uuid[SNAP_UUID_LEN + 1];
-    unsigned nvcpu;       /* online vCPUs the decision is about */
-    unsigned count;       /* preferred vCPUs */
-    ch_cpuset preferred;  /* guest CPU numbers */
-    double demand;        /* measured demand, CPUs */
+    unsigned nvcpu;      /* online vCPUs the decision is about */
+    unsigned count;      /* preferred vCPUs */
+    ch_cpuset preferred; /* guest CPU numbers */
+    double demand;       /* measured demand, CPUs */
     double weight;
-    double entitlement;   /* fair share, CPUs; = demand when uncontended */
-    unsigned target;      /* preferred count the entitlement asks for before hysteresis */
+    double entitlement; /* fair share, CPUs; = demand when uncontended */
+    unsigned target;    /* preferred count the entitlement asks for before hysteresis */
     unsigned pool;
-    bool contended;       /* the VM's pool is over capacity */
-    bool censored;        /* preferred vCPUs saturated: the VM wants more than it shows */
+    bool contended; /* the VM's pool is over capacity */
+    bool censored;  /* preferred vCPUs saturated: the VM wants more than it shows */
     bool opt_out;
     enum pol_reason reason;
     unsigned shrink_streak; /* consecutive intervals a shrink has been wanted */

@@ -136,8 +136,8 @@ static int get_bool(json_object *o, const char *k, bool *out, bool *present, cha
     return 0;
 }
 
-static int get_str(json_object *o, const char *k, char *out, size_t size, bool required,
-                   char *err, size_t errlen)
+static int get_str(json_object *o, const char *k, char *out, size_t size, bool required, char *err,
+                   size_t errlen)
 {
     json_object *v;
 
@@ -146,7 +146,8 @@ static int get_str(json_object *o, const char *k, char *out, size_t size, bool r
             snprintf(err, errlen, "\"%s\" missing", k);
         return required ? -EINVAL : 0;
     }
-    if (!json_object_is_type(v, json_type_string) || (size_t)json_object_get_string_len(v) >= size) {
+    if (!json_object_is_type(v, json_type_string) ||
+        (size_t)json_object_get_string_len(v) >= size) {
         snprintf(err, errlen, "\"%s\" must be a string shorter than %zu bytes", k, size);
         return -EINVAL;
     }
@@ -226,7 +227,8 @@ static int parse_dom(json_object *o, struct snap_dom *d, unsigned npcpu, char *e
     if (!(d->vcpu = calloc(d->nvcpu + 1, sizeof(*d->vcpu))))
         return -ENOMEM;
     for (unsigned i = 0; i < d->nvcpu; i++)
-        if ((rc = parse_vcpu(json_object_array_get_idx(vs, i), &d->vcpu[i], npcpu, err, errlen)) < 0)
+        if ((rc = parse_vcpu(json_object_array_get_idx(vs, i), &d->vcpu[i], npcpu, err, errlen)) <
+            0)
             return rc;
     for (unsigned i = 1; i < d->nvcpu; i++)
         for (unsigned j = 0; j < i; j++)

@@ -111,10 +111,17 @@ void snap_sort(struct snapshot *s)
 
 const struct snap_dom *snap_find(const struct snapshot *s, const char *uuid)
 {
-    struct snap_dom key;
+    unsigned lo = 0, hi = s ? s->ndom : 0;
 
-    if (!s || s->ndom == 0)
-        return NULL;
-    snprintf(key.uuid, sizeof(key.uuid), "%s", uuid);
-    return bsearch(&key, s->dom, s->ndom, sizeof(*s->dom), cmp_dom);
+    while (lo < hi) {
+        unsigned mid = lo + (hi - lo) / 2;
+        int c = strcmp(s->dom[mid].uuid, uuid);
+        if (c == 0)
+            return &s->dom[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
 }

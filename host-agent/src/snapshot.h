@@ -38,7 +38,7 @@ void pset_to_cpuset(ch_cpuset *dst, const struct hd_pset *src);
 /* The cpulist text of s in buf; returns its length or -ENOSPC. */
 int pset_format(const struct hd_pset *s, char *buf, size_t size);
 
-#define pset_foreach(cpu, set) \
+#define pset_foreach(cpu, set)                                                                     \
     for (int cpu = pset_next((set), 0); cpu >= 0; cpu = pset_next((set), (unsigned)cpu + 1))
 
 #define SNAP_NAME_MAX 256
@@ -46,37 +46,37 @@ int pset_format(const struct hd_pset *s, char *buf, size_t size);
 #define SNAP_PATH_MAX 108 /* sun_path */
 
 struct snap_vcpu {
-    unsigned id;       /* libvirt vCPU number = guest logical CPU for boot-time x86 vCPUs */
+    unsigned id; /* libvirt vCPU number = guest logical CPU for boot-time x86 vCPUs */
     bool online;
     uint64_t time_ns;  /* vcpu.<n>.time: cumulative run time */
     uint64_t delay_ns; /* vcpu.<n>.delay: cumulative host run-queue wait (the guest's steal) */
     bool has_delay;
-    bool halted;       /* vcpu.<n>.halted, when the hypervisor reports it */
+    bool halted; /* vcpu.<n>.halted, when the hypervisor reports it */
     bool has_halted;
-    int pcpu;          /* pCPU it last ran on, -1 unknown */
+    int pcpu;                /* pCPU it last ran on, -1 unknown */
     struct hd_pset affinity; /* pinning; empty = unknown (treated as every host CPU) */
 };
 
 struct snap_dom {
     char name[SNAP_NAME_MAX];
     char uuid[SNAP_UUID_LEN + 1];
-    int state;          /* virDomainState */
-    uint64_t cpu_time_ns; /* cpu.time: whole domain, emulator threads included */
-    unsigned threads;   /* guest topology threads per core, >= 1 */
-    unsigned shares;    /* explicit <cputune><shares>, 0 when the XML sets none */
+    int state;                   /* virDomainState */
+    uint64_t cpu_time_ns;        /* cpu.time: whole domain, emulator threads included */
+    unsigned threads;            /* guest topology threads per core, >= 1 */
+    unsigned shares;             /* explicit <cputune><shares>, 0 when the XML sets none */
     char channel[SNAP_PATH_MAX]; /* socket of the org.corehint.0 channel, "" when none */
     unsigned nvcpu;
     struct snap_vcpu *vcpu; /* sorted by id */
 };
 
 struct snap_pcpu {
-    uint64_t busy_ns;  /* user + kernel (+ irq), cumulative */
-    uint64_t idle_ns;  /* idle + iowait, cumulative */
-    uint64_t wait_ns;  /* /proc/schedstat run-queue wait, cumulative */
+    uint64_t busy_ns; /* user + kernel (+ irq), cumulative */
+    uint64_t idle_ns; /* idle + iowait, cumulative */
+    uint64_t wait_ns; /* /proc/schedstat run-queue wait, cumulative */
 };
 
 struct snapshot {
-    uint64_t t_ns;      /* CLOCK_MONOTONIC at collection, or the trace's stamp in replay */
+    uint64_t t_ns; /* CLOCK_MONOTONIC at collection, or the trace's stamp in replay */
     unsigned npcpu;
     struct snap_pcpu *pcpu;
     bool has_pcpu_stats;

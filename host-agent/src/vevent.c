@@ -102,7 +102,7 @@ static int arm_fd(struct vev *v)
 
 static int arm_timer(struct vev *v)
 {
-    struct timeval tv = {v->interval / 1000, (v->interval % 1000) * 1000};
+    struct timeval tv = {v->interval / 1000, (long)(v->interval % 1000) * 1000};
 
     event_del(v->ev);
     if (v->interval < 0)

@@ -35,7 +35,9 @@ TEST(values_and_domains)
 
     CHECK_INT(load("interval_ms = 500\nheadroom = 0.25\nuse_shares = no\n"
                    "[domain web]\nweight = 4\n[domain 6695eb01-f6a4-8304-79aa-97f2502e193f]\n"
-                   "opt_out = yes\n", err, sizeof(err), &c), 0);
+                   "opt_out = yes\n",
+                   err, sizeof(err), &c),
+              0);
     CHECK_INT(c.interval_ms, 500);
     CHECK(c.headroom > 0.24 && c.headroom < 0.26);
     CHECK(!c.use_shares);

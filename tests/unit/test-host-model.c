@@ -51,10 +51,10 @@ TEST(rates_from_deltas)
 
     dom(a, "u1", 2);
     struct snap_dom *d = dom(b, "u1", 2);
-    d->vcpu[0].time_ns = S;       /* 1 s of 2: run 0.5 */
-    d->vcpu[0].delay_ns = S / 2;  /* wait 0.25 */
+    d->vcpu[0].time_ns = S;      /* 1 s of 2: run 0.5 */
+    d->vcpu[0].delay_ns = S / 2; /* wait 0.25 */
     d->vcpu[0].pcpu = 1;
-    d->vcpu[1].time_ns = 3 * S;   /* more than the interval: clamped to 1 */
+    d->vcpu[1].time_ns = 3 * S; /* more than the interval: clamped to 1 */
     d->vcpu[1].pcpu = 1;
     CHECK_INT(model_build(&m, a, b), 0);
     CHECK(m.interval_s > 1.99 && m.interval_s < 2.01);
@@ -107,7 +107,7 @@ TEST(vanished_and_new_vcpus_and_domains)
     dom(a, "grown", 1);
     struct snap_dom *d = dom(b, "shrunk", 2); /* vCPU 2 unplugged */
     d->vcpu[1].time_ns = S / 2;
-    dom(b, "grown", 2);                       /* vCPU 1 plugged: no history */
+    dom(b, "grown", 2); /* vCPU 1 plugged: no history */
     dom(b, "new", 1);
     d = dom(b, "offline", 2);
     d->vcpu[1].online = false;
@@ -229,12 +229,15 @@ TEST(proc_parsers)
     CHECK_INT(col_parse_schedstat("version 15\ntimestamp 1\n"
                                   "cpu0 0 0 10 2 3 4 1000 2000 7\ndomain0 3 1 2 3\n"
                                   "cpu1 0 0 10 2 3 4 1000 4000 7\ncpu9 0 0 1 1 1 1 1 1 1\n",
-                                  pc, 2), 0);
+                                  pc, 2),
+              0);
     CHECK_INT(pc[0].wait_ns, 2000);
     CHECK_INT(pc[1].wait_ns, 4000);
     CHECK_INT(col_parse_schedstat("garbage", pc, 2), -EINVAL);
     CHECK_INT(col_parse_psi("some avg10=0.00 avg60=0.00 avg300=0.00 total=123456\n"
-                            "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", &total), 0);
+                            "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+                            &total),
+              0);
     CHECK_INT(total, 123456);
     CHECK_INT(col_parse_psi("nothing here", &total), -EINVAL);
 }
@@ -273,7 +276,9 @@ TEST(record_round_trip)
     CHECK_INT(rec_parse("{\"t_ns\":1}", &back, err, sizeof(err)), -EINVAL);
     CHECK_STR(err, "\"npcpu\" missing or 0");
     CHECK_INT(rec_parse("{\"t_ns\":1,\"npcpu\":2,\"domains\":[{\"name\":\"x\",\"uuid\":\"u\","
-                        "\"vcpus\":[{\"id\":0,\"pcpu\":5}]}]}", &back, err, sizeof(err)), -EINVAL);
+                        "\"vcpus\":[{\"id\":0,\"pcpu\":5}]}]}",
+                        &back, err, sizeof(err)),
+              -EINVAL);
     CHECK_STR(err, "vcpu 0: \"pcpu\" must be -1 or below npcpu");
     CHECK_INT(rec_parse("[1,", &back, err, sizeof(err)), -EINVAL);
     CHECK(strncmp(err, "bad JSON", 8) == 0);

@@ -45,8 +45,8 @@ static struct model_dom *bed_dom(struct bed *b, unsigned i, const char *name, un
     d->measured = true;
     d->vcpu = calloc(nvcpu, sizeof(*d->vcpu));
     for (unsigned v = 0; v < nvcpu; v++) {
-        d->vcpu[v] = (struct model_vcpu){.id = v, .run = run, .wait = wait, .measured = true,
-                                         .home = -1};
+        d->vcpu[v] =
+            (struct model_vcpu){.id = v, .run = run, .wait = wait, .measured = true, .home = -1};
     }
     if (affinity && strcmp(affinity, "pin") == 0) {
         for (unsigned v = 0; v < nvcpu; v++) {
@@ -95,7 +95,7 @@ static void bed_finish(struct bed *b)
 
 static void step(struct bed *b)
 {
-    struct pol_decision *out = calloc(b->m.ndom, sizeof(*out));
+    struct pol_decision *out = calloc(b->m.ndom + 1, sizeof(*out));
 
     bed_finish(b);
     CHECK_INT(pol_step(&b->m, &b->cfg, b->dec, b->ndec, out), 0);
@@ -198,7 +198,8 @@ TEST(unequal_weights)
     bed_dom(&b, 0, "heavy", 4, 0.5, 0.5, NULL);
     bed_dom(&b, 1, "light", 4, 0.5, 0.5, NULL);
     CHECK_INT(cfg_load_text(&b.cfg, "t", "[domain heavy]\nweight = 3\n[domain light]\nweight = 1\n",
-                            err, sizeof(err)), 0);
+                            err, sizeof(err)),
+              0);
     b.cfg.shrink_after = 1;
     step(&b);
     CHECK(b.dec[0].entitlement > 2.69 && b.dec[0].entitlement < 2.71);
@@ -349,8 +350,11 @@ TEST(opt_out_gets_everything_and_keeps_its_share)
     bed_init(&b, 2, 2);
     bed_dom(&b, 0, "shy", 2, 0.5, 0.5, NULL);
     bed_dom(&b, 1, "b", 2, 0.5, 0.5, NULL);
-    CHECK_INT(cfg_load_text(&b.cfg, "t", "[domain 00000000-0000-0000-0000-000000000000]\n"
-                                         "opt_out = yes\n", err, sizeof(err)), 0);
+    CHECK_INT(cfg_load_text(&b.cfg, "t",
+                            "[domain 00000000-0000-0000-0000-000000000000]\n"
+                            "opt_out = yes\n",
+                            err, sizeof(err)),
+              0);
     b.cfg.shrink_after = 1;
     step(&b);
     CHECK(b.dec[0].opt_out);
@@ -401,20 +405,22 @@ TEST(hysteresis_shrinks_late_grows_at_once)
  * vCPUs; the host shares its pCPUs evenly among the busy vCPU threads.  Returns the number of
  * preferred-set changes after the warm-up.
  */
-static unsigned closed_loop(struct bed *b, const unsigned *busy, unsigned steps, unsigned warmup)
+static unsigned closed_loop(struct bed *b, const unsigned *busy, unsigned nbusy, unsigned steps,
+                            unsigned warmup)
 {
     unsigned changes = 0;
 
+    CHECK_INT(nbusy, b->m.ndom);
     for (unsigned s = 0; s < steps; s++) {
         unsigned runnable = 0;
-        for (unsigned i = 0; i < b->m.ndom; i++) {
+        for (unsigned i = 0; i < nbusy; i++) {
             unsigned k = b->dec ? b->dec[i].count : b->m.dom[i].nvcpu;
             runnable += busy[i] < k ? busy[i] : k;
         }
         double share = runnable ? (double)b->m.npcpu / runnable : 1;
         if (share > 1)
             share = 1;
-        for (unsigned i = 0; i < b->m.ndom; i++) {
+        for (unsigned i = 0; i < nbusy; i++) {
             struct model_dom *d = &b->m.dom[i];
             unsigned placed = 0;
             for (unsigned v = 0; v < d->nvcpu; v++) {
@@ -428,7 +434,7 @@ static unsigned closed_loop(struct bed *b, const unsigned *busy, unsigned steps,
         }
         struct pol_decision *old = NULL;
         if (b->dec) {
-            old = malloc(b->ndec * sizeof(*old));
+            old = malloc((b->ndec + 1) * sizeof(*old));
             memcpy(old, b->dec, b->ndec * sizeof(*old));
         }
         step(b);
@@ -447,7 +453,7 @@ TEST(censored_demand_does_not_flap)
     bed_init(&b, 2, 2);
     bed_dom(&b, 0, "a", 4, 0, 0, NULL);
     bed_dom(&b, 1, "b", 4, 0, 0, NULL);
-    CHECK_INT(closed_loop(&b, busy, 60, 5), 0);
+    CHECK_INT(closed_loop(&b, busy, 2, 60, 5), 0);
     CHECK_INT(b.dec[0].count, 1);
     CHECK_INT(b.dec[1].count, 1);
     CHECK(b.dec[0].censored);
@@ -455,9 +461,9 @@ TEST(censored_demand_does_not_flap)
      * (both pCPUs; four busy vCPUs on two pCPUs would only queue behind each other), and
      * then stays put */
     busy[1] = 0;
-    closed_loop(&b, busy, 1, 0);
+    closed_loop(&b, busy, 2, 1, 0);
     CHECK_INT(b.dec[0].count, 2);
-    CHECK_INT(closed_loop(&b, busy, 60, 0), 0);
+    CHECK_INT(closed_loop(&b, busy, 2, 60, 0), 0);
     CHECK_INT(b.dec[0].count, 2);
     bed_free(&b);
 
@@ -466,7 +472,7 @@ TEST(censored_demand_does_not_flap)
     bed_dom(&b, 0, "busy", 8, 0, 0, NULL);
     bed_dom(&b, 1, "light", 8, 0, 0, NULL);
     unsigned busy2[2] = {8, 1};
-    CHECK_INT(closed_loop(&b, busy2, 80, 10), 0);
+    CHECK_INT(closed_loop(&b, busy2, 2, 80, 10), 0);
     /* 3.6 shared 1 : 2.6 -> light keeps ceil(1.1) = 2, busy ceil(2.86) = 3 */
     CHECK_INT(b.dec[0].count, 3);
     CHECK_INT(b.dec[1].count, 2);
