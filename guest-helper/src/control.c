@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "corehint/log.h"
 #include "corehint/proto.h"
@@ -16,6 +17,8 @@
 #include "sysfs.h"
 
 #define AGENT "corehint-guestd/" COREHINT_VERSION
+/* Refusals logged per second; the host may send garbage at line rate. */
+#define REFUSALS_LOGGED_PER_SEC 10u
 
 struct control {
     struct event_base *base;
@@ -34,6 +37,9 @@ struct control {
     uint64_t last_seq;  /* watermark on this connection; reset on reconnect */
     uint32_t steal;     /* steal_pct_x100 over the last interval */
     bool hello_answered;
+
+    time_t log_sec; /* refusal log budget: the second it counts, used, suppressed */
+    unsigned log_used, log_suppressed;
 
     bool once;
     bool once_done;
@@ -77,7 +83,21 @@ static void send_error(struct control *c, uint64_t seq, const char *code, const 
 {
     struct ch_msg m;
 
-    log_msg(LOG_LVL_WARN, "refused seq %" PRIu64 ": %s: %s", seq, code, message);
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec != c->log_sec) {
+        if (c->log_suppressed)
+            log_msg(LOG_LVL_WARN, "%u more refusal(s) not logged", c->log_suppressed);
+        c->log_sec = now.tv_sec;
+        c->log_used = c->log_suppressed = 0;
+    }
+    if (c->log_used < REFUSALS_LOGGED_PER_SEC) {
+        c->log_used++;
+        log_msg(LOG_LVL_WARN, "refused seq %" PRIu64 ": %s: %s", seq, code, message);
+    } else {
+        c->log_suppressed++;
+    }
     ch_msg_error(&m, seq, code, message);
     send_msg(c, &m);
 }

@@ -122,6 +122,12 @@ def invalid_hints(tree, host, d):
     m = host.recv()
     check(m["type"] == "status" and m["seq"] == 20, "no reply to errors; next hint applies: %s" % m)
     check(tree.preferred() == "0-2\n", "valid hint after the bad ones applied")
+    # A flood of garbage: one error per line, but the log is rate-limited.
+    host.send_raw(b"garbage\n" * 500)
+    for _ in range(500):
+        check(host.expect(type="error")["code"] == "bad-json", "one error per garbage line")
+    logged = d.log_text().count("refused seq")
+    check(logged < 100, "refusal log rate-limited (%d lines for ~515 refusals)" % logged)
 
 
 @case(args=["--fallback", "none"])
