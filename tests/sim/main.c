@@ -124,7 +124,7 @@ static void corehint_step(struct sim *s, struct policy_state *ps)
         exit(1);
     }
     for (unsigned i = 0; i < m.ndom; i++) {
-        unsigned vmi = (unsigned)atoi(m.dom[i].name + 2);
+        unsigned vmi = (unsigned)strtoul(m.dom[i].name + 2, NULL, 10); /* "vmN" */
         struct sim_vm *vm = &s->vm[vmi];
         if (vm->cooperates) {
             sim_set_preferred(s, vmi, &out[i].preferred);
@@ -202,7 +202,7 @@ static void run(const struct scenario *sc, enum policy pol, uint64_t seed, FILE 
     struct policy_state ps = {.policy = pol};
     cfg_defaults(&ps.cfg);
     ps.enforce_cap = sc->cap;
-    ps.gov_prev = calloc(sc->nvm, sizeof(*ps.gov_prev));
+    ps.gov_prev = calloc(sc->nvm, sizeof(struct cpustat *));
     ps.topo = calloc(1, sizeof(*ps.topo));
     governor_topology_flat(ps.topo);
 
