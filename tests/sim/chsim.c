@@ -32,7 +32,7 @@
 #define GUEST_TICK_US 4000u  /* guest HZ=250: task slices, tick-time push, load balance */
 #define SPIN_HALT_US 2000u   /* a waiter spins this long before it halts (pv-spinlock style) */
 
-static void *xcalloc(size_t n, size_t size)
+void *sim_calloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size);
 
@@ -377,15 +377,15 @@ void sim_set_preferred(struct sim *s, unsigned m, const ch_cpuset *set)
 
 struct sim *sim_new(const struct sim_spec *spec)
 {
-    struct sim *s = xcalloc(1, sizeof(*s));
+    struct sim *s = sim_calloc(1, sizeof(*s));
 
     s->rng = spec->seed ? spec->seed : 0x9e3779b97f4a7c15u;
     s->npcpu = spec->npcpu;
-    s->pcpu = xcalloc(s->npcpu, sizeof(*s->pcpu));
+    s->pcpu = sim_calloc(s->npcpu, sizeof(*s->pcpu));
     for (unsigned p = 0; p < s->npcpu; p++)
         s->pcpu[p].vm = -1;
     s->nvm = spec->nvm;
-    s->vm = xcalloc(s->nvm, sizeof(*s->vm));
+    s->vm = sim_calloc(s->nvm, sizeof(*s->vm));
     for (unsigned m = 0; m < s->nvm; m++) {
         struct sim_vm *vm = &s->vm[m];
         const struct sim_vm_spec *vs = &spec->vm[m];
@@ -393,16 +393,16 @@ struct sim *sim_new(const struct sim_spec *spec)
         vm->nvcpu = vs->nvcpu;
         vm->work = vs->work;
         vm->cooperates = !vs->ignores_hints;
-        vm->vcpu = xcalloc(vm->nvcpu, sizeof(*vm->vcpu));
+        vm->vcpu = sim_calloc(vm->nvcpu, sizeof(*vm->vcpu));
         ch_cpuset_fill(&vm->preferred, vm->nvcpu);
         vm->lock_owner = -1;
         vm->ntask = vs->work.tasks;
-        vm->task = xcalloc(vm->ntask, sizeof(*vm->task));
+        vm->task = sim_calloc(vm->ntask, sizeof(*vm->task));
         for (unsigned i = 0; i < vm->nvcpu; i++) {
             vm->vcpu[i].cur = -1;
             vm->vcpu[i].on_pcpu = -1;
             vm->vcpu[i].last_pcpu = -1;
-            vm->vcpu[i].q = xcalloc(vm->ntask + 1, sizeof(int));
+            vm->vcpu[i].q = sim_calloc(vm->ntask + 1, sizeof(int));
         }
         for (unsigned t = 0; t < vm->ntask; t++) {
             vm->task[t].vcpu = -1;
@@ -441,9 +441,4 @@ void sim_free(struct sim *s)
     free(s->vm);
     free(s->pcpu);
     free(s);
-}
-
-unsigned sim_dt_us(void)
-{
-    return DT_US;
 }

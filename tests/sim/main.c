@@ -190,7 +190,7 @@ static double jain_index(const double *x, unsigned n)
 static void run(const struct scenario *sc, enum policy pol, uint64_t seed, FILE *trace,
                 struct result *r)
 {
-    struct sim_vm_spec *vs = calloc(sc->nvm, sizeof(*vs));
+    struct sim_vm_spec *vs = sim_calloc(sc->nvm, sizeof(*vs));
     for (unsigned m = 0; m < sc->nvm; m++) {
         vs[m].nvcpu = sc->nvcpu;
         vs[m].work = sc->work;
@@ -202,18 +202,17 @@ static void run(const struct scenario *sc, enum policy pol, uint64_t seed, FILE 
     struct policy_state ps = {.policy = pol};
     cfg_defaults(&ps.cfg);
     ps.enforce_cap = sc->cap;
-    ps.gov_prev = calloc(sc->nvm, sizeof(struct cpustat *));
-    ps.topo = calloc(1, sizeof(*ps.topo));
+    ps.gov_prev = sim_calloc(sc->nvm, sizeof(struct cpustat *));
+    ps.topo = sim_calloc(1, sizeof(*ps.topo));
     governor_topology_flat(ps.topo);
 
     uint64_t end_us = sc->seconds * 1000000ull, step_us = sc->step_at_s * 1000000ull;
     uint64_t half_us = step_us + (end_us - step_us) / 2;
-    uint64_t *units_at_step = calloc(sc->nvm, sizeof(uint64_t));
-    unsigned *changes_at_half = calloc(sc->nvm, sizeof(unsigned));
+    uint64_t *units_at_step = sim_calloc(sc->nvm, sizeof(uint64_t));
+    unsigned *changes_at_half = sim_calloc(sc->nvm, sizeof(unsigned));
     double last_change_s = sc->step_at_s;
     double pref_sum = 0;
     unsigned pref_samples = 0;
-    unsigned dt = sim_dt_us();
 
     while (s->now_us < end_us) {
         sim_start_due(s);
@@ -250,10 +249,9 @@ static void run(const struct scenario *sc, enum policy pol, uint64_t seed, FILE 
             pref_samples += sc->nvm;
         }
     }
-    (void)dt;
 
     double secs = (double)(end_us - step_us) / 1e6, useful = 0, spin = 0;
-    r->vm_units_per_s = calloc(sc->nvm, sizeof(double));
+    r->vm_units_per_s = sim_calloc(sc->nvm, sizeof(double));
     r->units_per_s = 0;
     unsigned changes = 0;
     for (unsigned m = 0; m < sc->nvm; m++) {

@@ -4,6 +4,7 @@
 #define COREHINT_SIM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "corehint/cpulist.h"
@@ -106,6 +107,7 @@ void sim_start_due(struct sim *s);
 void sim_step(struct sim *s);
 /* Set VM m's preferred set (clipped to its vCPUs, vCPU 0 always kept); counts changes. */
 void sim_set_preferred(struct sim *s, unsigned m, const ch_cpuset *set);
-unsigned sim_dt_us(void);
+/* calloc that never returns NULL (exits) and never asks for 0 bytes. */
+void *sim_calloc(size_t n, size_t size);
 
 #endif
