@@ -43,6 +43,7 @@ struct hd_config {
     bool once;
     bool dry_run;
     bool foreground;
+    bool replay_realtime;
     unsigned verbose;
     char file[256]; /* the file that was read, "" for none */
     unsigned ndomains;

@@ -18,7 +18,9 @@
 #include "config.h"
 #include "conn.h"
 #include "corehint/log.h"
+#include "actuate.h"
 #include "engine.h"
+#include "http.h"
 #include "record.h"
 #include "vevent.h"
 
@@ -28,6 +30,10 @@ struct hostd {
     struct conn *conn;
     struct collector *col;
     struct engine eng;
+    struct actuator act;
+    struct http_srv *http;
+    bool delivering; /* live daemon or paced replay: channels and HTTP are up */
+    bool replay_done;
     struct rec_reader *replay;
     FILE *record;
     struct event *tick;
@@ -41,21 +47,29 @@ static const struct timeval zero_tv = {0, 0};
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: corehint-hostd [-c FILE] [--connect URI] [--interval-ms N] [--once]\n"
-                 "                      [--dry-run] [--record F | --replay F] [--foreground]\n"
-                 "                      [--dump-config] [-v] [--help] [--version]\n"
-                 "\n"
-                 "  -c, --config FILE   configuration file (default " CFG_DEFAULT_FILE ")\n"
-                 "      --connect URI   libvirt URI (default " CFG_DEFAULT_URI ")\n"
-                 "      --interval-ms N sampling and decision interval\n"
-                 "      --once          sample twice one interval apart, print one JSON document\n"
-                 "      --dry-run       decide and log, send nothing\n"
-                 "      --record F      append every sample to F as JSON lines\n"
-                 "      --replay F      run from a recorded trace instead of libvirt; prints one\n"
-                 "                      JSON document per decision (JSON lines)\n"
-                 "      --foreground    do not detach; log to stderr\n"
-                 "      --dump-config   print the configuration in force and exit\n"
-                 "  -v, --verbose       more logging (twice: debug)\n");
+    fprintf(
+        out,
+        "usage: corehint-hostd [-c FILE] [--connect URI] [--interval-ms N] [--once]\n"
+        "                      [--dry-run] [--record F | --replay F] [--foreground]\n"
+        "                      [--metrics-listen ADDR:PORT] [--channel-dir D] [--replay-realtime]\n"
+        "                      [--dump-config] [-v] [--help] [--version]\n"
+        "\n"
+        "  -c, --config FILE   configuration file (default " CFG_DEFAULT_FILE ")\n"
+        "      --connect URI   libvirt URI (default " CFG_DEFAULT_URI ")\n"
+        "      --interval-ms N sampling and decision interval\n"
+        "      --once          sample twice one interval apart, print one JSON document\n"
+        "      --dry-run       decide and log, send nothing\n"
+        "      --record F      append every sample to F as JSON lines\n"
+        "      --replay F      run from a recorded trace instead of libvirt; prints one\n"
+        "                      JSON document per decision (JSON lines)\n"
+        "      --replay-realtime  replay one sample per interval, deliver hints, serve\n"
+        "                      HTTP, and keep the last decision after the trace ends\n"
+        "      --channel-dir D replay: the channel of domain NAME is D/NAME.sock\n"
+        "      --metrics-listen ADDR:PORT  /metrics and /status (default " CFG_DEFAULT_LISTEN ";\n"
+        "                      \"\" turns HTTP off; port 0 picks a free port)\n"
+        "      --foreground    do not detach; log to stderr\n"
+        "      --dump-config   print the configuration in force and exit\n"
+        "  -v, --verbose       more logging (twice: debug)\n");
 }
 
 enum {
@@ -68,7 +82,10 @@ enum {
     OPT_FG,
     OPT_DUMP,
     OPT_HELP,
-    OPT_VERSION
+    OPT_VERSION,
+    OPT_LISTEN,
+    OPT_CHANDIR,
+    OPT_REALTIME,
 };
 
 static const struct option options[] = {
@@ -84,6 +101,9 @@ static const struct option options[] = {
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
+    {"metrics-listen", required_argument, NULL, OPT_LISTEN},
+    {"channel-dir", required_argument, NULL, OPT_CHANDIR},
+    {"replay-realtime", no_argument, NULL, OPT_REALTIME},
     {NULL, 0, NULL, 0},
 };
 
@@ -140,6 +160,15 @@ static int configure(struct hostd *h, int argc, char **argv, bool *dump)
         case OPT_REPLAY:
             snprintf(h->cfg.replay, sizeof(h->cfg.replay), "%s", optarg);
             break;
+        case OPT_LISTEN:
+            rc = cfg_set(&h->cfg, "metrics_listen", optarg, err, sizeof(err));
+            break;
+        case OPT_CHANDIR:
+            rc = cfg_set(&h->cfg, "channel_dir", optarg, err, sizeof(err));
+            break;
+        case OPT_REALTIME:
+            h->cfg.replay_realtime = true;
+            break;
         case OPT_FG:
             h->cfg.foreground = true;
             break;
@@ -159,8 +188,6 @@ static int configure(struct hostd *h, int argc, char **argv, bool *dump)
         fprintf(stderr, "corehint-hostd: %s\n", err);
         return 2;
     }
-    /* Nothing delivers hints yet: a running daemon decides and logs only. */
-    h->cfg.dry_run = true;
     return -1;
 }
 
@@ -232,28 +259,50 @@ static void sample(struct hostd *h)
     h->samples++;
     if ((rc = eng_feed(&h->eng, s, conn_generation(h->conn))) < 0)
         log_msg(LOG_LVL_ERR, "decision failed: %s", strerror(-rc));
+    else if (rc > 0 && h->delivering)
+        act_apply(&h->act, &h->eng);
+}
+
+static void arm_replay(struct hostd *h)
+{
+    unsigned iv = h->cfg.interval_ms;
+    struct timeval tv = {(time_t)(iv / 1000), (long)(iv % 1000) * 1000};
+
+    evtimer_add(h->tick, h->cfg.replay_realtime ? &tv : &zero_tv);
+}
+
+/* One replay step; at the end of a paced replay the last decision keeps being delivered. */
+static void replay_step(struct hostd *h)
+{
+    char err[512];
+    struct snapshot *s;
+    int rc = 0;
+
+    if (!h->replay_done && (rc = rec_next(h->replay, &s, err, sizeof(err))) < 0) {
+        log_msg(LOG_LVL_ERR, "%s", err);
+        h->exit_code = 1;
+    }
+    if (!h->replay_done && rc <= 0) {
+        h->replay_done = true;
+        if (!h->cfg.replay_realtime || rc < 0) {
+            event_base_loopexit(h->base, NULL);
+            return;
+        }
+        log_msg(LOG_LVL_INFO, "end of %s: holding the last decision", h->cfg.replay);
+    }
+    if (!h->replay_done && eng_feed(&h->eng, s, 0) > 0)
+        print_report(h, JSON_C_TO_STRING_PLAIN);
+    if (h->delivering)
+        act_apply(&h->act, &h->eng);
+    arm_replay(h);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct hostd *h = arg;
-    char err[512];
-    struct snapshot *s;
-    int rc;
 
     if (h->replay) {
-        if ((rc = rec_next(h->replay, &s, err, sizeof(err))) < 0) {
-            log_msg(LOG_LVL_ERR, "%s", err);
-            h->exit_code = 1;
-        }
-        if (rc <= 0) {
-            event_base_loopexit(h->base, NULL);
-            return;
-        }
-        rc = eng_feed(&h->eng, s, 0);
-        if (rc > 0)
-            print_report(h, JSON_C_TO_STRING_PLAIN);
-        evtimer_add(h->tick, &zero_tv);
+        replay_step(h);
         return;
     }
     sample(h);
@@ -299,6 +348,11 @@ static int start(struct hostd *h)
         return -errno;
     }
     eng_init(&h->eng, &h->cfg, h->record);
+    act_init(&h->act, h->base, &h->cfg);
+    h->delivering = !h->cfg.once && (!h->cfg.replay[0] || h->cfg.replay_realtime);
+    if (h->delivering && h->cfg.metrics_listen[0] &&
+        !(h->http = http_start(h->base, h->cfg.metrics_listen, &h->eng, &h->act, &h->cfg)))
+        return -EADDRNOTAVAIL;
     if (h->cfg.replay[0]) {
         if (!(h->replay = rec_open(h->cfg.replay, err, sizeof(err)))) {
             log_msg(LOG_LVL_ERR, "%s", err);
@@ -320,7 +374,7 @@ static int start(struct hostd *h)
     if (!(h->tick = evtimer_new(h->base, on_tick, h)))
         return -ENOMEM;
     if (h->replay) {
-        evtimer_add(h->tick, &zero_tv);
+        arm_replay(h);
     } else {
         sample(h); /* the first sample now, so --once takes one interval */
         arm(h);
@@ -332,6 +386,8 @@ static void stop(struct hostd *h)
 {
     if (h->tick)
         event_free(h->tick);
+    http_stop(h->http);
+    act_finalise(&h->act);
     eng_finalise(&h->eng);
     rec_close(h->replay);
     if (h->record)

@@ -59,6 +59,7 @@ static int dom_build(struct model_dom *md, const struct snap_dom *cur, const str
     memcpy(md->uuid, cur->uuid, sizeof(md->uuid));
     md->threads = cur->threads ? cur->threads : 1;
     md->shares = cur->shares;
+    memcpy(md->channel, cur->channel, sizeof(md->channel));
     md->vcpu = calloc(cur->nvcpu ? cur->nvcpu : 1, sizeof(*md->vcpu));
     if (!md->vcpu)
         return -ENOMEM;

@@ -29,10 +29,11 @@ struct model_dom {
     char uuid[SNAP_UUID_LEN + 1];
     unsigned threads;
     unsigned shares;
-    unsigned nvcpu;           /* online vCPUs */
-    struct model_vcpu *vcpu;  /* sorted by id */
-    double run, wait, demand; /* sums over the vCPUs, in CPUs */
-    bool measured;            /* every vCPU has a previous sample to compare with */
+    char channel[SNAP_PATH_MAX]; /* org.corehint.0 socket, "" when none */
+    unsigned nvcpu;              /* online vCPUs */
+    struct model_vcpu *vcpu;     /* sorted by id */
+    double run, wait, demand;    /* sums over the vCPUs, in CPUs */
+    bool measured;               /* every vCPU has a previous sample to compare with */
     unsigned pool;
     struct hd_pset span; /* union of its vCPUs' affinities */
 };

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "actuate.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "corehint/log.h"
+
+void act_init(struct actuator *a, struct event_base *base, const struct hd_config *cfg)
+{
+    memset(a, 0, sizeof(*a));
+    a->base = base;
+    a->cfg = cfg;
+}
+
+const struct act_vm *act_find(const struct actuator *a, const char *uuid)
+{
+    unsigned lo = 0, hi = a->nvm;
+
+    while (lo < hi) {
+        unsigned mid = lo + (hi - lo) / 2;
+        int c = strcmp(a->vm[mid].uuid, uuid);
+        if (c == 0)
+            return &a->vm[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+static void on_ack(void *ctx, struct channel *ch, uint64_t seq, uint64_t latency_ns)
+{
+    struct actuator *a = ctx;
+
+    a->lat_ns[a->nlat++ % ACT_LAT_RING] = latency_ns;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+    return a < b ? -1 : a > b;
+}
+
+uint64_t act_latency_quantile(const struct actuator *a, double q)
+{
+    unsigned n = a->nlat < ACT_LAT_RING ? (unsigned)a->nlat : ACT_LAT_RING;
+    uint64_t sorted[ACT_LAT_RING];
+    unsigned idx;
+
+    if (n == 0)
+        return 0;
+    memcpy(sorted, a->lat_ns, n * sizeof(*sorted));
+    qsort(sorted, n, sizeof(*sorted), cmp_u64);
+    idx = (unsigned)(q * (n - 1) + 0.5);
+    return sorted[idx < n ? idx : n - 1];
+}
+
+/* Where the domain's channel socket is, "" for none. */
+static void channel_path(const struct actuator *a, const struct model_dom *d, char *out,
+                         size_t size)
+{
+    if (a->cfg->channel_dir[0])
+        snprintf(out, size, "%s/%s.sock", a->cfg->channel_dir, d->name);
+    else
+        snprintf(out, size, "%s", d->channel);
+}
+
+/* Rebuild the domain list in model order, keeping channels whose socket did not change. */
+static int sync_vms(struct actuator *a, const struct model *m)
+{
+    struct act_vm *n = calloc(m->ndom + 1, sizeof(*n));
+    unsigned j = 0;
+
+    if (!n)
+        return -ENOMEM;
+    for (unsigned i = 0; i < m->ndom; i++) {
+        const struct model_dom *d = &m->dom[i];
+        struct act_vm *v = &n[i];
+        char path[SNAP_PATH_MAX + sizeof(a->cfg->channel_dir) + SNAP_NAME_MAX + 8];
+
+        while (j < a->nvm && strcmp(a->vm[j].uuid, d->uuid) < 0) {
+            chan_free(a->vm[j].ch); /* the domain went away */
+            j++;
+        }
+        if (j < a->nvm && strcmp(a->vm[j].uuid, d->uuid) == 0)
+            *v = a->vm[j++];
+        else
+            memcpy(v->uuid, d->uuid, sizeof(v->uuid));
+        memcpy(v->name, d->name, sizeof(v->name));
+        channel_path(a, d, path, sizeof(path));
+        if (v->ch && strcmp(v->ch->path, path) != 0) {
+            chan_free(v->ch);
+            v->ch = NULL;
+        }
+        if (!v->ch && path[0] && !a->cfg->dry_run) {
+            if (strlen(path) >= SNAP_PATH_MAX)
+                log_msg(LOG_LVL_WARN, "%s: channel path too long: %s", d->name, path);
+            else
+                v->ch = chan_new(a->base, d->name, path, on_ack, a);
+        }
+    }
+    for (; j < a->nvm; j++)
+        chan_free(a->vm[j].ch);
+    free(a->vm);
+    a->vm = n;
+    a->nvm = m->ndom;
+    return 0;
+}
+
+unsigned act_apply(struct actuator *a, const struct engine *e)
+{
+    uint32_t lease = a->cfg->lease_intervals * a->cfg->interval_ms;
+    unsigned sent = 0;
+
+    if (!e->decided || sync_vms(a, &e->model) < 0)
+        return 0;
+    if (lease < CH_LEASE_MIN_MS)
+        lease = CH_LEASE_MIN_MS;
+    if (lease > CH_LEASE_MAX_MS)
+        lease = CH_LEASE_MAX_MS;
+    for (unsigned i = 0; i < a->nvm; i++) {
+        const struct pol_decision *d = &e->dec[i];
+        struct act_vm *v = &a->vm[i];
+        ch_cpuset cpus = d->preferred;
+
+        if (!v->ch || d->opt_out || v->ch->state != CHAN_UP)
+            continue;
+        /* Never name a CPU the guest does not have online: it would refuse the hint. */
+        if (v->ch->has_hello) {
+            ch_cpuset both;
+            ch_cpuset_and(&both, &cpus, &v->ch->hello.online);
+            if (!ch_cpuset_empty(&both))
+                cpus = both;
+        }
+        if (ch_cpuset_empty(&cpus))
+            continue;
+        if (chan_send_hint(v->ch, &cpus, lease, pol_reason_name(d->reason)) == 0) {
+            v->hints++;
+            a->hints_total++;
+            sent++;
+        } else {
+            a->hints_dropped++;
+        }
+    }
+    return sent;
+}
+
+json_object *act_channel_json(const struct act_vm *v)
+{
+    const struct channel *ch = v ? v->ch : NULL;
+    json_object *o;
+    char list[CH_CPULIST_MAX_LEN];
+
+    if (!ch)
+        return NULL;
+    o = json_object_new_object();
+    json_object_object_add(o, "path", json_object_new_string(ch->path));
+    json_object_object_add(o, "state", json_object_new_string(chan_state_name(ch->state)));
+    json_object_object_add(o, "hints", json_object_new_uint64(v->hints));
+    json_object_object_add(o, "seq", json_object_new_uint64(ch->seq));
+    json_object_object_add(o, "acked", json_object_new_boolean(ch->acked));
+    json_object_object_add(o, "silent", json_object_new_boolean(ch->last_rx_ns == 0));
+    if (ch->last_rx_ns)
+        json_object_object_add(o, "last_rx_age_ms",
+                               json_object_new_uint64((chan_now_ns() - ch->last_rx_ns) / 1000000u));
+    json_object_object_add(o, "msgs_in", json_object_new_uint64(ch->c.msgs_in));
+    json_object_object_add(o, "msgs_out", json_object_new_uint64(ch->c.msgs_out));
+    json_object_object_add(o, "dropped_out", json_object_new_uint64(ch->c.dropped_out));
+    json_object_object_add(o, "malformed", json_object_new_uint64(ch->c.malformed));
+    json_object_object_add(o, "oversized", json_object_new_uint64(ch->c.oversized));
+    json_object_object_add(o, "errors_in", json_object_new_uint64(ch->c.errors_in));
+    json_object_object_add(o, "connects", json_object_new_uint64(ch->c.connects));
+    if (ch->has_hello) {
+        json_object *h = json_object_new_object();
+        json_object_object_add(h, "agent", json_object_new_string(ch->hello.agent));
+        if (ch_cpulist_format(&ch->hello.online, list, sizeof(list)) >= 0)
+            json_object_object_add(h, "online", json_object_new_string(list));
+        json_object_object_add(h, "writable", json_object_new_boolean(ch->hello.writable));
+        json_object_object_add(o, "hello", h);
+    }
+    if (ch->has_status) {
+        json_object *s = json_object_new_object();
+        json_object_object_add(s, "seq", json_object_new_uint64(ch->status.seq));
+        if (ch_cpulist_format(&ch->status.applied, list, sizeof(list)) >= 0)
+            json_object_object_add(s, "applied", json_object_new_string(list));
+        json_object_object_add(s, "mode", json_object_new_string(ch_mode_name(ch->status.mode)));
+        json_object_object_add(s, "steal_pct_x100",
+                               json_object_new_int64(ch->status.steal_pct_x100));
+        json_object_object_add(o, "status", s);
+    }
+    if (ch->has_error) {
+        json_object *x = json_object_new_object();
+        json_object_object_add(x, "seq", json_object_new_uint64(ch->error.seq));
+        json_object_object_add(x, "code", json_object_new_string(ch->error.code));
+        json_object_object_add(x, "message", json_object_new_string(ch->error.message));
+        json_object_object_add(o, "last_error", x);
+    }
+    return o;
+}
+
+void act_finalise(struct actuator *a)
+{
+    for (unsigned i = 0; i < a->nvm; i++)
+        chan_free(a->vm[i].ch);
+    free(a->vm);
+    a->vm = NULL;
+    a->nvm = 0;
+}

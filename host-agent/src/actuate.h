@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * actuate: deliver the engine's decisions.  Keeps one channel per domain that has an
+ * org.corehint.0 socket (from the live XML, the replay trace, or channel_dir/NAME.sock), and
+ * after every decision queues each non-opted-out domain's hint: its preferred vCPUs (limited
+ * to the CPUs the guest said are online), lease = lease_intervals x interval.  The hint is
+ * also the lease heartbeat, so it goes out every interval even when nothing changed.
+ * --dry-run opens no channel and sends nothing.
+ */
+#ifndef HOSTD_ACTUATE_H
+#define HOSTD_ACTUATE_H
+
+#include <stdint.h>
+
+#include <event2/event.h>
+#include <json-c/json.h>
+
+#include "channel.h"
+#include "config.h"
+#include "engine.h"
+
+#define ACT_LAT_RING 1024u
+
+struct act_vm {
+    char uuid[SNAP_UUID_LEN + 1];
+    char name[SNAP_NAME_MAX];
+    struct channel *ch; /* NULL: no channel (or dry run) */
+    uint64_t hints;     /* hints queued */
+};
+
+struct actuator {
+    struct event_base *base;
+    const struct hd_config *cfg;
+    struct act_vm *vm; /* sorted by uuid */
+    unsigned nvm;
+    uint64_t lat_ns[ACT_LAT_RING]; /* latest hint -> status latencies */
+    uint64_t nlat;
+    uint64_t hints_total;
+    uint64_t hints_dropped;
+};
+
+void act_init(struct actuator *a, struct event_base *base, const struct hd_config *cfg);
+/* Follow the latest decision: open/close channels, send hints.  Returns hints queued. */
+unsigned act_apply(struct actuator *a, const struct engine *e);
+const struct act_vm *act_find(const struct actuator *a, const char *uuid);
+/* JSON description of a domain's channel for /status (NULL when it has none). */
+json_object *act_channel_json(const struct act_vm *v);
+/* Quantile q (0..1) of the recorded ack latencies in ns; 0 when none. */
+uint64_t act_latency_quantile(const struct actuator *a, double q);
+void act_finalise(struct actuator *a);
+
+#endif

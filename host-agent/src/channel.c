@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "channel.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "corehint/log.h"
+
+#define BACKOFF_MIN_MS 200
+#define BACKOFF_MAX_MS 5000
+/* Guest input held by libevent before we frame it: bounded like everything else. */
+#define CHAN_IN_MAX ((size_t)64 * 1024)
+
+uint64_t chan_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+const char *chan_state_name(enum chan_state s)
+{
+    switch (s) {
+    case CHAN_CONNECTING:
+        return "connecting";
+    case CHAN_UP:
+        return "up";
+    case CHAN_BACKOFF:
+        return "backoff";
+    }
+    return "?";
+}
+
+static void connect_now(struct channel *ch);
+
+static void close_and_retry(struct channel *ch, const char *why)
+{
+    struct timeval tv = {ch->backoff_ms / 1000, (long)(ch->backoff_ms % 1000) * 1000};
+
+    if (ch->state == CHAN_UP)
+        log_msg(LOG_LVL_INFO, "%s: channel %s closed: %s", ch->name, ch->path, why);
+    else
+        log_msg(LOG_LVL_DEBUG, "%s: cannot connect to %s: %s", ch->name, ch->path, why);
+    if (ch->bev) {
+        bufferevent_free(ch->bev);
+        ch->bev = NULL;
+    }
+    ch->state = CHAN_BACKOFF;
+    ch_framer_reset(&ch->framer);
+    evtimer_add(ch->retry, &tv);
+    ch->backoff_ms = ch->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : ch->backoff_ms * 2;
+}
+
+int chan_send(struct channel *ch, const struct ch_msg *m)
+{
+    char line[CH_LINE_MAX + 1];
+    int len;
+
+    if (ch->state != CHAN_UP) {
+        ch->c.dropped_out++;
+        return -ENOTCONN;
+    }
+    if ((len = ch_encode(m, line, sizeof(line))) < 0)
+        return len;
+    /* A guest that does not read must not make the host buffer without bound. */
+    if (evbuffer_get_length(bufferevent_get_output(ch->bev)) + (size_t)len > CHAN_OUT_MAX) {
+        ch->c.dropped_out++;
+        return -ENOBUFS;
+    }
+    if (bufferevent_write(ch->bev, line, (size_t)len) < 0) {
+        ch->c.dropped_out++;
+        return -EIO;
+    }
+    ch->c.msgs_out++;
+    return 0;
+}
+
+int chan_send_hint(struct channel *ch, const ch_cpuset *cpus, uint32_t lease_ms, const char *reason)
+{
+    struct ch_msg m;
+    int rc;
+
+    ch_msg_hint(&m, ch->seq + 1, cpus, lease_ms, reason);
+    if ((rc = chan_send(ch, &m)) < 0)
+        return rc;
+    ch->seq++;
+    ch->seq_sent_ns = chan_now_ns();
+    ch->acked = false;
+    ch->error_sent = false;
+    return 0;
+}
+
+static void send_hello(struct channel *ch)
+{
+    struct ch_msg m;
+
+    ch_msg_host_hello(&m, "corehint-hostd/" COREHINT_VERSION);
+    chan_send(ch, &m);
+}
+
+static void reply_error(struct channel *ch, const struct ch_decode_info *info)
+{
+    struct ch_msg m;
+    char text[CH_MESSAGE_MAX];
+
+    /* Rate limit: one error per hint interval, and never for a guest error line. */
+    if (ch->error_sent || strcmp(info->type, "error") == 0)
+        return;
+    snprintf(text, sizeof(text), "type \"%s\" not understood", info->type);
+    ch_msg_error(&m, info->seq, ch_decode_err_code(info->err), text);
+    if (chan_send(ch, &m) == 0)
+        ch->error_sent = true;
+}
+
+static bool on_line(void *ctx, const char *line, size_t len)
+{
+    struct channel *ch = ctx;
+    struct ch_decode_info info;
+    struct ch_msg m;
+
+    if (ch_decode(line, len, &m, &info) < 0) {
+        ch->c.malformed++;
+        if (info.err == CH_DEC_UNKNOWN_TYPE || info.err == CH_DEC_UNSUPPORTED_VERSION)
+            reply_error(ch, &info);
+        return true;
+    }
+    ch->c.msgs_in++;
+    ch->last_rx_ns = chan_now_ns();
+    switch (m.type) {
+    case CH_MSG_HELLO:
+        if (m.u.hello.role != CH_ROLE_GUEST) {
+            ch->c.malformed++;
+            ch->c.msgs_in--;
+            break;
+        }
+        /* Answer the first guest hello of a connection only: hello loops are impossible. */
+        if (!ch->has_hello)
+            send_hello(ch);
+        ch->hello = m.u.hello;
+        ch->has_hello = true;
+        break;
+    case CH_MSG_STATUS:
+        ch->status = m.u.status;
+        ch->has_status = true;
+        if (m.u.status.seq == ch->seq && ch->seq && !ch->acked) {
+            ch->acked = true;
+            if (ch->on_ack)
+                ch->on_ack(ch->ctx, ch, ch->seq, ch->last_rx_ns - ch->seq_sent_ns);
+        }
+        break;
+    case CH_MSG_ERROR:
+        ch->error = m.u.error;
+        ch->has_error = true;
+        ch->c.errors_in++;
+        log_msg(LOG_LVL_DEBUG, "%s: guest error %s for hint %llu: %s", ch->name, m.u.error.code,
+                (unsigned long long)m.u.error.seq, m.u.error.message);
+        break;
+    case CH_MSG_HINT:
+        /* Hints only flow host -> guest. */
+        ch->c.msgs_in--;
+        ch->c.malformed++;
+        break;
+    }
+    return true;
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    struct channel *ch = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    char buf[4096];
+    int n;
+
+    while ((n = evbuffer_remove(in, buf, sizeof(buf))) > 0) {
+        ch->c.bytes_in += (uint64_t)n;
+        ch_framer_feed(&ch->framer, buf, (size_t)n, on_line, ch);
+    }
+    ch->c.oversized += ch->framer.oversized - ch->framer_oversized;
+    ch->framer_oversized = ch->framer.oversized;
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct channel *ch = arg;
+
+    if (what & BEV_EVENT_CONNECTED) {
+        log_msg(LOG_LVL_INFO, "%s: channel %s connected", ch->name, ch->path);
+        ch->state = CHAN_UP;
+        ch->backoff_ms = BACKOFF_MIN_MS;
+        ch->has_hello = false;
+        ch->c.connects++;
+        send_hello(ch);
+        return;
+    }
+    if (what & BEV_EVENT_EOF)
+        close_and_retry(ch, "end of file");
+    else if (what & BEV_EVENT_ERROR)
+        close_and_retry(ch, strerror(EVUTIL_SOCKET_ERROR()));
+}
+
+static void connect_now(struct channel *ch)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int fd;
+
+    if (strlen(ch->path) >= sizeof(sa.sun_path)) {
+        close_and_retry(ch, "socket path too long");
+        return;
+    }
+    memcpy(sa.sun_path, ch->path, strlen(ch->path) + 1);
+    if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0) {
+        close_and_retry(ch, strerror(errno));
+        return;
+    }
+    if (!(ch->bev = bufferevent_socket_new(ch->base, fd, BEV_OPT_CLOSE_ON_FREE))) {
+        evutil_closesocket(fd);
+        close_and_retry(ch, "out of memory");
+        return;
+    }
+    ch->state = CHAN_CONNECTING;
+    bufferevent_setcb(ch->bev, on_read, NULL, on_event, ch);
+    bufferevent_setwatermark(ch->bev, EV_READ, 0, CHAN_IN_MAX);
+    bufferevent_enable(ch->bev, EV_READ | EV_WRITE);
+    /* A UNIX connect completes or fails at once; either way the event callback reports it. */
+    if (bufferevent_socket_connect(ch->bev, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        close_and_retry(ch, strerror(errno ? errno : ECONNREFUSED));
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    connect_now(arg);
+}
+
+struct channel *chan_new(struct event_base *base, const char *name, const char *path,
+                         chan_ack_fn on_ack, void *ctx)
+{
+    struct channel *ch = calloc(1, sizeof(*ch));
+
+    if (!ch)
+        return NULL;
+    ch->base = base;
+    snprintf(ch->name, sizeof(ch->name), "%s", name);
+    snprintf(ch->path, sizeof(ch->path), "%s", path);
+    ch->backoff_ms = BACKOFF_MIN_MS;
+    ch->on_ack = on_ack;
+    ch->ctx = ctx;
+    ch_framer_init(&ch->framer);
+    if (!(ch->retry = evtimer_new(base, on_retry, ch))) {
+        free(ch);
+        return NULL;
+    }
+    connect_now(ch);
+    return ch;
+}
+
+void chan_free(struct channel *ch)
+{
+    if (!ch)
+        return;
+    if (ch->bev)
+        bufferevent_free(ch->bev);
+    event_free(ch->retry);
+    free(ch);
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * channel: one guest's org.corehint.0 virtio-serial channel, seen from the host as the UNIX
+ * socket of qemu's chardev.  Non-blocking and bounded both ways: input goes through the
+ * shared line framer (4096-byte lines, longer ones dropped and counted), output stops at
+ * 64 KiB of unsent bytes (further messages dropped and counted).  Every guest byte is
+ * hostile: malformed lines are counted and dropped, unknown types answered with at most one
+ * error per hint.  The channel reconnects with backoff when the socket closes or is missing.
+ */
+#ifndef HOSTD_CHANNEL_H
+#define HOSTD_CHANNEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+
+#include "corehint/framer.h"
+#include "corehint/proto.h"
+#include "snapshot.h"
+
+#define CHAN_OUT_MAX ((size_t)64 * 1024)
+
+enum chan_state {
+    CHAN_CONNECTING,
+    CHAN_UP,
+    CHAN_BACKOFF, /* waiting to retry after a failure or a close */
+};
+
+struct chan_counters {
+    uint64_t msgs_in;     /* valid guest messages */
+    uint64_t msgs_out;    /* messages queued to the guest */
+    uint64_t dropped_out; /* messages dropped: output buffer full or not connected */
+    uint64_t malformed;   /* guest lines that did not decode */
+    uint64_t oversized;   /* guest lines longer than CH_LINE_MAX */
+    uint64_t errors_in;   /* guest error messages */
+    uint64_t connects;
+    uint64_t bytes_in;
+};
+
+struct channel;
+
+/* A status acknowledging hint seq arrived, latency_ns after the hint was queued. */
+typedef void (*chan_ack_fn)(void *ctx, struct channel *ch, uint64_t seq, uint64_t latency_ns);
+
+struct channel {
+    char name[SNAP_NAME_MAX];
+    char path[SNAP_PATH_MAX];
+    enum chan_state state;
+    struct event_base *base;
+    struct bufferevent *bev;
+    struct event *retry;
+    unsigned backoff_ms;
+    struct ch_framer framer;
+    uint64_t framer_oversized; /* framer count already added to counters */
+    bool error_sent;           /* an error reply since the last hint */
+    uint64_t seq;              /* last hint seq sent; increasing for the channel's life */
+    uint64_t seq_sent_ns;      /* when it was queued */
+    bool acked;                /* the guest acknowledged seq */
+    bool has_hello, has_status, has_error;
+    struct ch_hello hello;   /* the guest's latest hello */
+    struct ch_status status; /* its latest status */
+    struct ch_error error;   /* its latest error */
+    uint64_t last_rx_ns;     /* CLOCK_MONOTONIC of the last valid guest message, 0 never */
+    struct chan_counters c;
+    chan_ack_fn on_ack;
+    void *ctx;
+};
+
+struct channel *chan_new(struct event_base *base, const char *name, const char *path,
+                         chan_ack_fn on_ack, void *ctx);
+void chan_free(struct channel *ch);
+/* Queue a message; -ENOTCONN when not connected, -ENOBUFS when the output is full. */
+int chan_send(struct channel *ch, const struct ch_msg *m);
+/* Queue the next hint (seq chosen here); returns chan_send's result. */
+int chan_send_hint(struct channel *ch, const ch_cpuset *cpus, uint32_t lease_ms,
+                   const char *reason);
+const char *chan_state_name(enum chan_state s);
+uint64_t chan_now_ns(void);
+
+#endif

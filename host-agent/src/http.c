@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "http.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+#include "corehint/log.h"
+
+struct http_srv {
+    struct evhttp *http;
+    const struct engine *e;
+    const struct actuator *a;
+    const struct hd_config *cfg;
+    uint64_t requests;
+};
+
+/* Label values are host-side names, but escape them as the text format requires. */
+static void label(struct evbuffer *b, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            evbuffer_add_printf(b, "\\%c", *s);
+        else if (*s == '\n')
+            evbuffer_add(b, "\\n", 2);
+        else
+            evbuffer_add(b, s, 1);
+    }
+}
+
+static void head(struct evbuffer *b, const char *name, const char *type, const char *help)
+{
+    evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void vm_labels(struct evbuffer *b, const char *name, const struct model_dom *d)
+{
+    evbuffer_add_printf(b, "%s{domain=\"", name);
+    label(b, d->name);
+    evbuffer_add_printf(b, "\",uuid=\"%s\"", d->uuid);
+}
+
+typedef double (*vm_value_fn)(const struct engine *e, const struct actuator *a, unsigned i);
+
+static double v_demand(const struct engine *e, const struct actuator *a, unsigned i)
+{
+    return e->model.dom[i].demand;
+}
+static double v_wait(const struct engine *e, const struct actuator *a, unsigned i)
+{
+    return e->model.dom[i].wait;
+}
+static double v_entitlement(const struct engine *e, const struct actuator *a, unsigned i)
+{
+    return e->dec[i].entitlement;
+}
+static double v_preferred(const struct engine *e, const struct actuator *a, unsigned i)
+{
+    return e->dec[i].count;
+}
+static double v_vcpus(const struct engine *e, const struct actuator *a, unsigned i)
+{
+    return e->dec[i].nvcpu;
+}
+static double v_contended(const struct engine *e, const struct actuator *a, unsigned i)
+{
+    return e->dec[i].contended;
+}
+static double v_compliant(const struct engine *e, const struct actuator *a, unsigned i)
+{
+    return !e->dec[i].non_compliant;
+}
+
+static const struct channel *vm_channel(const struct engine *e, const struct actuator *a,
+                                        unsigned i)
+{
+    const struct act_vm *v = act_find(a, e->model.dom[i].uuid);
+
+    return v ? v->ch : NULL;
+}
+
+static void vm_metrics(struct evbuffer *b, const struct engine *e, const struct actuator *a)
+{
+    static const struct {
+        const char *name, *help;
+        vm_value_fn fn;
+    } gauges[] = {
+        {"corehint_vm_demand_cpus", "run + wait of the VM's vCPUs, in CPUs", v_demand},
+        {"corehint_vm_wait_cpus", "host run-queue wait of the VM's vCPUs, in CPUs", v_wait},
+        {"corehint_vm_entitlement_cpus", "fair share of the VM's pool, in CPUs", v_entitlement},
+        {"corehint_vm_preferred_vcpus", "preferred vCPU count decided", v_preferred},
+        {"corehint_vm_vcpus", "online vCPUs", v_vcpus},
+        {"corehint_vm_contended", "1 when the VM's pool is over capacity", v_contended},
+        {"corehint_vm_compliant", "0 when the VM keeps running non-preferred vCPUs", v_compliant},
+    };
+
+    for (size_t g = 0; g < sizeof(gauges) / sizeof(gauges[0]); g++) {
+        head(b, gauges[g].name, "gauge", gauges[g].help);
+        for (unsigned i = 0; i < e->ndec; i++) {
+            vm_labels(b, gauges[g].name, &e->model.dom[i]);
+            evbuffer_add_printf(b, "} %.6g\n", gauges[g].fn(e, a, i));
+        }
+    }
+    head(b, "corehint_vm_guest_mode", "gauge",
+         "1 for the mode the guest last reported (none: no status yet)");
+    for (unsigned i = 0; i < e->ndec; i++) {
+        const struct channel *ch = vm_channel(e, a, i);
+        vm_labels(b, "corehint_vm_guest_mode", &e->model.dom[i]);
+        evbuffer_add_printf(b, ",mode=\"%s\"} 1\n",
+                            ch && ch->has_status ? ch_mode_name(ch->status.mode) : "none");
+    }
+    head(b, "corehint_channel_up", "gauge", "1 when the VM's corehint channel is connected");
+    for (unsigned i = 0; i < e->ndec; i++) {
+        const struct channel *ch = vm_channel(e, a, i);
+        if (!ch)
+            continue;
+        vm_labels(b, "corehint_channel_up", &e->model.dom[i]);
+        evbuffer_add_printf(b, "} %d\n", ch->state == CHAN_UP);
+    }
+    struct {
+        const char *dir, *help;
+        size_t off;
+    } const counters[] = {
+        {"in", "valid messages received from the guest", offsetof(struct chan_counters, msgs_in)},
+        {"out", "messages queued to the guest", offsetof(struct chan_counters, msgs_out)},
+    };
+    head(b, "corehint_channel_messages_total", "counter", "messages on the corehint channel");
+    for (size_t c = 0; c < 2; c++)
+        for (unsigned i = 0; i < e->ndec; i++) {
+            const struct channel *ch = vm_channel(e, a, i);
+            if (!ch)
+                continue;
+            vm_labels(b, "corehint_channel_messages_total", &e->model.dom[i]);
+            evbuffer_add_printf(
+                b, ",direction=\"%s\"} %llu\n", counters[c].dir,
+                (unsigned long long)*(const uint64_t *)(const void *)((const char *)&ch->c +
+                                                                      counters[c].off));
+        }
+    head(b, "corehint_channel_dropped_total", "counter",
+         "guest lines dropped (malformed, oversized) and host messages not sent (output)");
+    for (unsigned i = 0; i < e->ndec; i++) {
+        const struct channel *ch = vm_channel(e, a, i);
+        if (!ch)
+            continue;
+        const uint64_t v[3] = {ch->c.malformed, ch->c.oversized, ch->c.dropped_out};
+        const char *why[3] = {"malformed", "oversized", "output"};
+        for (int k = 0; k < 3; k++) {
+            vm_labels(b, "corehint_channel_dropped_total", &e->model.dom[i]);
+            evbuffer_add_printf(b, ",reason=\"%s\"} %llu\n", why[k], (unsigned long long)v[k]);
+        }
+    }
+}
+
+static void on_metrics(struct evhttp_request *req, void *arg)
+{
+    struct http_srv *h = arg;
+    const struct engine *e = h->e;
+    struct evbuffer *b = evbuffer_new();
+
+    h->requests++;
+    if (!b) {
+        evhttp_send_error(req, HTTP_INTERNAL, NULL);
+        return;
+    }
+    if (e->decided) {
+        head(b, "corehint_pcpu_contention", "gauge",
+             "host busy share plus vCPU run-queue wait on the pCPU, in CPUs");
+        for (unsigned p = 0; p < e->model.npcpu; p++)
+            evbuffer_add_printf(b, "corehint_pcpu_contention{cpu=\"%u\"} %.6g\n", p,
+                                e->model.pcpu_contention[p]);
+        head(b, "corehint_pcpu_wait", "gauge", "vCPU run-queue wait on the pCPU, in CPUs");
+        for (unsigned p = 0; p < e->model.npcpu; p++)
+            evbuffer_add_printf(b, "corehint_pcpu_wait{cpu=\"%u\"} %.6g\n", p,
+                                e->model.pcpu_wait[p]);
+        vm_metrics(b, e, h->a);
+    }
+    head(b, "corehint_decisions_total", "counter", "policy steps taken");
+    evbuffer_add_printf(b, "corehint_decisions_total %llu\n", (unsigned long long)e->steps);
+    head(b, "corehint_preferred_changes_total", "counter", "preferred-set changes decided");
+    evbuffer_add_printf(b, "corehint_preferred_changes_total %llu\n",
+                        (unsigned long long)e->changes);
+    head(b, "corehint_policy_step_seconds", "gauge", "duration of the last policy step");
+    evbuffer_add_printf(b, "corehint_policy_step_seconds %.9f\n", e->last_step_ns / 1e9);
+    head(b, "corehint_hints_total", "counter", "hints queued to guests");
+    evbuffer_add_printf(b, "corehint_hints_total %llu\n", (unsigned long long)h->a->hints_total);
+    head(b, "corehint_hint_ack_seconds", "summary", "hint sent to guest status received");
+    evbuffer_add_printf(b, "corehint_hint_ack_seconds{quantile=\"0.5\"} %.9f\n",
+                        act_latency_quantile(h->a, 0.5) / 1e9);
+    evbuffer_add_printf(b, "corehint_hint_ack_seconds{quantile=\"0.99\"} %.9f\n",
+                        act_latency_quantile(h->a, 0.99) / 1e9);
+    uint64_t sum = 0;
+    unsigned n = h->a->nlat < ACT_LAT_RING ? (unsigned)h->a->nlat : ACT_LAT_RING;
+    for (unsigned i = 0; i < n; i++)
+        sum += h->a->lat_ns[i];
+    evbuffer_add_printf(b, "corehint_hint_ack_seconds_sum %.9f\n", sum / 1e9);
+    evbuffer_add_printf(b, "corehint_hint_ack_seconds_count %u\n", n);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      "text/plain; version=0.0.4; charset=utf-8");
+    evhttp_send_reply(req, HTTP_OK, "OK", b);
+    evbuffer_free(b);
+}
+
+static void on_status(struct evhttp_request *req, void *arg)
+{
+    struct http_srv *h = arg;
+    json_object *r = eng_report(h->e), *doms, *daemon = json_object_new_object();
+    struct evbuffer *b = evbuffer_new();
+
+    h->requests++;
+    if (!r)
+        r = json_object_new_object();
+    if (json_object_object_get_ex(r, "domains", &doms)) {
+        for (size_t i = 0; i < json_object_array_length(doms); i++) {
+            json_object *d = json_object_array_get_idx(doms, i), *u, *ch;
+            const struct act_vm *v;
+            const char *mode = "none";
+
+            if (!json_object_object_get_ex(d, "uuid", &u))
+                continue;
+            v = act_find(h->a, json_object_get_string(u));
+            if ((ch = act_channel_json(v))) {
+                json_object_object_add(d, "channel", ch);
+                if (v->ch->has_status)
+                    mode = ch_mode_name(v->ch->status.mode);
+            }
+            json_object_object_add(d, "guest_mode", json_object_new_string(mode));
+        }
+    }
+    json_object_object_add(daemon, "dry_run", json_object_new_boolean(h->cfg->dry_run));
+    json_object_object_add(daemon, "decisions", json_object_new_uint64(h->e->steps));
+    json_object_object_add(daemon, "preferred_changes", json_object_new_uint64(h->e->changes));
+    json_object_object_add(daemon, "policy_step_ns", json_object_new_uint64(h->e->last_step_ns));
+    json_object_object_add(daemon, "hints", json_object_new_uint64(h->a->hints_total));
+    json_object_object_add(daemon, "hint_ack_p50_ns",
+                           json_object_new_uint64(act_latency_quantile(h->a, 0.5)));
+    json_object_object_add(daemon, "hint_ack_p99_ns",
+                           json_object_new_uint64(act_latency_quantile(h->a, 0.99)));
+    json_object_object_add(daemon, "hint_acks", json_object_new_uint64(h->a->nlat));
+    json_object_object_add(r, "daemon", daemon);
+    if (!b) {
+        json_object_put(r);
+        evhttp_send_error(req, HTTP_INTERNAL, NULL);
+        return;
+    }
+    evbuffer_add_printf(b, "%s\n", json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN));
+    json_object_put(r);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+    evhttp_send_reply(req, HTTP_OK, "OK", b);
+    evbuffer_free(b);
+}
+
+struct http_srv *http_start(struct event_base *base, const char *listen, const struct engine *e,
+                            const struct actuator *a, const struct hd_config *cfg)
+{
+    struct http_srv *h = calloc(1, sizeof(*h));
+    char addr[128];
+    const char *colon = strrchr(listen, ':');
+    struct evhttp_bound_socket *bound;
+    struct sockaddr_storage ss = {0};
+    socklen_t sslen = sizeof(ss);
+    unsigned long port;
+    char *end;
+
+    if (!h)
+        return NULL;
+    if (!colon || colon == listen || (size_t)(colon - listen) >= sizeof(addr)) {
+        log_msg(LOG_LVL_ERR, "metrics_listen \"%s\": expected ADDR:PORT", listen);
+        goto fail;
+    }
+    port = strtoul(colon + 1, &end, 10);
+    if (*end || end == colon + 1 || port > 65535) {
+        log_msg(LOG_LVL_ERR, "metrics_listen \"%s\": bad port", listen);
+        goto fail;
+    }
+    memcpy(addr, listen, (size_t)(colon - listen));
+    addr[colon - listen] = '\0';
+    if (addr[0] == '[' && addr[strlen(addr) - 1] == ']') {
+        memmove(addr, addr + 1, strlen(addr));
+        addr[strlen(addr) - 1] = '\0';
+    }
+    h->e = e;
+    h->a = a;
+    h->cfg = cfg;
+    if (!(h->http = evhttp_new(base)))
+        goto fail;
+    evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+    evhttp_set_max_headers_size(h->http, 8192);
+    evhttp_set_max_body_size(h->http, 0);
+    evhttp_set_timeout(h->http, 10);
+    evhttp_set_cb(h->http, "/metrics", on_metrics, h);
+    evhttp_set_cb(h->http, "/status", on_status, h);
+    if (!(bound = evhttp_bind_socket_with_handle(h->http, addr, (uint16_t)port))) {
+        log_msg(LOG_LVL_ERR, "cannot listen on %s: %s", listen, strerror(errno));
+        goto fail;
+    }
+    /* With port 0 the kernel picks one: say which, tests read it from the log. */
+    if (getsockname(evhttp_bound_socket_get_fd(bound), (struct sockaddr *)&ss, &sslen) == 0) {
+        struct sockaddr_in s4;
+        struct sockaddr_in6 s6;
+
+        if (ss.ss_family == AF_INET6) {
+            memcpy(&s6, &ss, sizeof(s6));
+            port = ntohs(s6.sin6_port);
+        } else if (ss.ss_family == AF_INET) {
+            memcpy(&s4, &ss, sizeof(s4));
+            port = ntohs(s4.sin_port);
+        }
+    }
+    log_msg(LOG_LVL_INFO, "serving /metrics and /status on %s port %lu", addr, port);
+    return h;
+
+fail:
+    http_stop(h);
+    return NULL;
+}
+
+void http_stop(struct http_srv *h)
+{
+    if (!h)
+        return;
+    if (h->http)
+        evhttp_free(h->http);
+    free(h);
+}
