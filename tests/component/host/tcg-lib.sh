@@ -1,0 +1,158 @@
+# shellcheck shell=bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Shared by the hostd system tests: a transient-ish TCG guest under the real libvirtd, booting
+# Debian's kernel (any /boot/vmlinuz-*, else the current linux-image-amd64 dependency,
+# downloaded once into /var/cache/corehint/kernel) with a busybox initramfs.  Everything made
+# here is removed by the EXIT trap, on failure too; libvirtd/virtlogd are stopped only when
+# tests/lib/libvirt-env started them.
+#
+#   . tcg-lib.sh; tcg_begin NAME
+#   tcg_initramfs INIT_SCRIPT [virtio]   # virtio: add the virtio-serial modules
+#   tcg_domain CPUTUNE_XML DEVICES_XML   # define and start
+#   tcg_wait_console REGEX SECONDS
+set -uo pipefail
+
+HOSTD=${HOSTD:?HOSTD names the corehint-hostd binary}
+TCG_SRC=${COREHINT_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)}
+TCG_BASE=/var/lib/corehint-test
+TCG_KCACHE=/var/cache/corehint/kernel
+TCG_DIR=
+TCG_NAME=
+TCG_DEFINED=0
+TCG_PIDS=()
+
+tcg_log() { echo "[${TCG_NAME:-tcg} +${SECONDS}s] $*" >&2; }
+tcg_fail() {
+    tcg_log "FAIL: $*"
+    if [ -n "$TCG_DIR" ] && [ -f "$TCG_DIR/console.log" ]; then
+        echo "----- guest console (tail)" >&2
+        tail -n 30 "$TCG_DIR/console.log" >&2
+    fi
+    exit 1
+}
+
+tcg_cleanup() {
+    local rc=$? p
+    for p in "${TCG_PIDS[@]}"; do
+        kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
+    done
+    if [ $TCG_DEFINED -eq 1 ]; then
+        virsh -q -c qemu:///system destroy "$TCG_NAME" >/dev/null 2>&1
+        virsh -q -c qemu:///system undefine "$TCG_NAME" >/dev/null 2>&1
+    fi
+    [ -n "$TCG_DIR" ] && rm -rf "$TCG_DIR"
+    libvirt_env_down
+    exit $rc
+}
+
+tcg_begin() { # name-prefix
+    TCG_NAME=$1-$$
+    TCG_DIR=$TCG_BASE/$TCG_NAME
+    trap tcg_cleanup EXIT
+    trap 'exit 1' INT TERM
+    [ "$(id -u)" -eq 0 ] || tcg_fail "must run as root (libvirtd, qemu:///system)"
+    local b
+    for b in virsh qemu-system-x86_64 cpio gzip python3 dpkg-deb apt-cache; do
+        command -v $b >/dev/null 2>&1 || tcg_fail "$b not found: run scripts/deps test"
+    done
+    [ -x /bin/busybox ] || tcg_fail "/bin/busybox (busybox-static) not found: run scripts/deps test"
+    # shellcheck source=../../lib/libvirt-env
+    . "$TCG_SRC/tests/lib/libvirt-env"
+    libvirt_env_up || tcg_fail "libvirt did not come up"
+    mkdir -p "$TCG_BASE" "$TCG_DIR"
+    chmod 755 "$TCG_BASE" "$TCG_DIR"
+}
+
+# The kernel package's unpacked tree (boot/vmlinuz, lib/modules/...), downloaded once.
+tcg_kernel_tree() {
+    local pkg deb
+    pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+    [ -n "$pkg" ] || { tcg_log "apt-cache knows no linux-image-amd64 dependency"; return 1; }
+    mkdir -p "$TCG_KCACHE"
+    if [ ! -d "$TCG_KCACHE/$pkg/lib/modules" ]; then
+        deb=$(ls "$TCG_KCACHE/${pkg}"_*.deb 2>/dev/null | head -n 1)
+        if [ -z "$deb" ]; then
+            (cd "$TCG_KCACHE" && apt-get download "$pkg" >&2) || { tcg_log "apt-get download $pkg failed"; return 1; }
+            deb=$(ls "$TCG_KCACHE/${pkg}"_*.deb | head -n 1)
+        fi
+        rm -rf "$TCG_KCACHE/$pkg.tmp"
+        mkdir -p "$TCG_KCACHE/$pkg.tmp"
+        # Only what the tests boot: the image and the virtio modules.
+        dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$TCG_KCACHE/$pkg.tmp" --wildcards \
+            './boot/vmlinuz-*' './lib/modules/*/kernel/drivers/virtio/*' \
+            './lib/modules/*/kernel/drivers/char/virtio_console.ko' ||
+            { tcg_log "cannot unpack $deb"; return 1; }
+        rm -rf "$TCG_KCACHE/$pkg"
+        mv "$TCG_KCACHE/$pkg.tmp" "$TCG_KCACHE/$pkg"
+    fi
+    echo "$TCG_KCACHE/$pkg"
+}
+
+# tcg_initramfs INIT [virtio]: vmlinuz and initrd.gz into $TCG_DIR.
+tcg_initramfs() {
+    local init=$1 virtio=${2:-} tree="" k root m
+    k=$(ls /boot/vmlinuz-* 2>/dev/null | head -n 1)
+    if [ -z "$k" ] || [ -n "$virtio" ]; then
+        tree=$(tcg_kernel_tree) || tcg_fail "no kernel for the guest"
+        k=$(ls "$tree"/boot/vmlinuz-* | head -n 1)
+    fi
+    install -m 644 "$k" "$TCG_DIR/vmlinuz"
+    root=$TCG_DIR/initramfs
+    mkdir -p "$root"/{bin,proc,dev,sys,lib/modules}
+    cp /bin/busybox "$root/bin/busybox"
+    for m in sh mount sleep cat insmod sed grep; do ln -s busybox "$root/bin/$m"; done
+    if [ -n "$virtio" ]; then
+        # Debian builds virtio-pci and virtio_console as modules; load order matters.
+        for m in virtio/virtio_ring virtio/virtio virtio/virtio_pci_modern_dev \
+                 virtio/virtio_pci_legacy_dev virtio/virtio_pci char/virtio_console; do
+            cp "$(ls "$tree"/lib/modules/*/kernel/drivers/$m.ko)" "$root/lib/modules/" ||
+                tcg_fail "module $m missing from the kernel package"
+        done
+    fi
+    install -m 755 "$init" "$root/init"
+    (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$TCG_DIR/initrd.gz" || tcg_fail "cpio"
+    chmod 644 "$TCG_DIR/initrd.gz"
+    rm -rf "$root"
+}
+
+# tcg_domain CPUTUNE DEVICES: define and start a 2-vCPU TCG domain named $TCG_NAME.
+tcg_domain() {
+    : >"$TCG_DIR/console.log"
+    chmod 666 "$TCG_DIR/console.log"
+    cat >"$TCG_DIR/domain.xml" <<XML
+<domain type='qemu'>
+  <name>$TCG_NAME</name>
+  <memory unit='MiB'>192</memory>
+  <vcpu placement='static'>2</vcpu>
+  <cputune>$1</cputune>
+  <os>
+    <type arch='x86_64'>hvm</type>
+    <kernel>$TCG_DIR/vmlinuz</kernel>
+    <initrd>$TCG_DIR/initrd.gz</initrd>
+    <cmdline>console=ttyS0 quiet panic=-1</cmdline>
+  </os>
+  <cpu mode='custom' match='exact'><model fallback='allow'>qemu64</model></cpu>
+  <on_poweroff>destroy</on_poweroff>
+  <on_reboot>destroy</on_reboot>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <serial type='file'><source path='$TCG_DIR/console.log'/><target port='0'/></serial>
+    $2
+    <memballoon model='none'/>
+  </devices>
+</domain>
+XML
+    virsh -q -c qemu:///system define "$TCG_DIR/domain.xml" >/dev/null || tcg_fail "virsh define"
+    TCG_DEFINED=1
+    virsh -q -c qemu:///system start "$TCG_NAME" >/dev/null || tcg_fail "virsh start"
+    tcg_log "started $TCG_NAME"
+}
+
+tcg_wait_console() { # regex seconds
+    local i
+    for ((i = 0; i < $2 * 10; i++)); do
+        grep -qE -- "$1" "$TCG_DIR/console.log" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
