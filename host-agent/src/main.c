@@ -21,6 +21,7 @@
 #include "actuate.h"
 #include "engine.h"
 #include "http.h"
+#include "notify.h"
 #include "record.h"
 #include "vevent.h"
 
@@ -34,6 +35,8 @@ struct hostd {
     struct http_srv *http;
     bool delivering; /* live daemon or paced replay: channels and HTTP are up */
     bool replay_done;
+    bool ready; /* READY=1 sent */
+    struct event *watchdog;
     struct rec_reader *replay;
     FILE *record;
     struct event *tick;
@@ -261,6 +264,18 @@ static void sample(struct hostd *h)
         log_msg(LOG_LVL_ERR, "decision failed: %s", strerror(-rc));
     else if (rc > 0 && h->delivering)
         act_apply(&h->act, &h->eng);
+    if (rc > 0 && !h->ready && !h->cfg.once) {
+        /* Ready means measuring and deciding, which takes the first good pair of samples. */
+        char msg[128];
+        snprintf(msg, sizeof(msg), "READY=1\nSTATUS=deciding for %u domains", h->eng.ndec);
+        notify_send(msg);
+        h->ready = true;
+    }
+}
+
+static void on_watchdog(evutil_socket_t fd, short what, void *arg)
+{
+    notify_send("WATCHDOG=1");
 }
 
 static void arm_replay(struct hostd *h)
@@ -326,6 +341,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
         return;
     }
     log_msg(LOG_LVL_INFO, "signal %d: exiting", (int)sig);
+    notify_send("STOPPING=1");
     event_base_loopexit(h->base, NULL);
 }
 
@@ -373,6 +389,14 @@ static int start(struct hostd *h)
     }
     if (!(h->tick = evtimer_new(h->base, on_tick, h)))
         return -ENOMEM;
+    if (notify_watchdog_usec() && !h->cfg.once) {
+        /* Pet at half the period systemd asked for, from the loop itself: a stuck loop dies. */
+        uint64_t us = notify_watchdog_usec() / 2;
+        struct timeval tv = {(time_t)(us / 1000000), (long)(us % 1000000)};
+        if (!(h->watchdog = event_new(h->base, -1, EV_PERSIST, on_watchdog, h)) ||
+            event_add(h->watchdog, &tv) < 0)
+            return -ENOMEM;
+    }
     if (h->replay) {
         arm_replay(h);
     } else {
@@ -384,6 +408,8 @@ static int start(struct hostd *h)
 
 static void stop(struct hostd *h)
 {
+    if (h->watchdog)
+        event_free(h->watchdog);
     if (h->tick)
         event_free(h->tick);
     http_stop(h->http);
@@ -420,6 +446,7 @@ int main(int argc, char **argv)
         return 0;
     }
     bool detach = !h.cfg.foreground && !h.cfg.once && !h.cfg.replay[0];
+    notify_init();
     log_init("corehint-hostd",
              h.cfg.verbose >= 2 ? LOG_LVL_DEBUG
              : h.cfg.verbose    ? LOG_LVL_INFO

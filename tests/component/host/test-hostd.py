@@ -7,6 +7,7 @@ the tests/lib/run-wrapped script (which honours $COREHINT_WRAP, e.g. valgrind)."
 
 import json
 import os
+import socket
 import signal
 import subprocess
 import sys
@@ -529,6 +530,45 @@ def channel_dry_run_sends_nothing():
         check("dry-run: vm: preferred" in d.log_text(), "decisions logged")
 
     with_delivery(["vm"], {}, iv, body, extra=["--dry-run"])
+
+
+@case
+def systemd_notify():
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "notify.sock")
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        srv.bind(path)
+        srv.settimeout(0.1)
+        env = dict(os.environ, NOTIFY_SOCKET=path, WATCHDOG_USEC="400000")
+        p = subprocess.Popen(argv(["--connect", "test:///default", "--foreground", "--interval-ms",
+                                   "200", "--metrics-listen", ""]),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        got = []
+        t0 = time.monotonic()
+        try:
+            while time.monotonic() - t0 < 3 * SLOW:
+                try:
+                    got.append((time.monotonic() - t0, srv.recv(4096).decode()))
+                except socket.timeout:
+                    pass
+        finally:
+            p.send_signal(signal.SIGTERM)
+            _, err = p.communicate(timeout=30 * SLOW)
+            try:
+                while True:
+                    got.append((time.monotonic() - t0, srv.recv(4096).decode()))
+            except socket.timeout:
+                pass
+            srv.close()
+        ready = [t for t, m in got if m.startswith("READY=1")]
+        check(len(ready) == 1, "one READY=1: %s" % got)
+        check(ready[0] >= 0.2, "READY=1 only after the first decision (one interval): %s" % ready)
+        check("STATUS=deciding for 1 domains" in [m for _, m in got if m.startswith("READY")][0],
+              "status text")
+        dogs = [t for t, m in got if m == "WATCHDOG=1"]
+        check(len(dogs) >= 3 * (1 if SLOW == 1 else 0.2), "watchdog pets every 0.2 s: %s" % dogs)
+        check(got[-1][1] == "STOPPING=1", "STOPPING=1 at SIGTERM: %s" % got[-3:])
+        check(p.returncode == 0, err[-2000:])
 
 
 def main():
