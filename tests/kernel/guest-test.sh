@@ -180,6 +180,46 @@ wr "0-1"; s=$?; r=$(rd)
 [ $s = 0 ] && [ "$r" = 0-1 ]; check userspace_owns_after_unload $? "status=$s preferred=$r"
 wr "0-3"
 
+# --- hotplug while CPU-bound tasks run and get pushed -----------------------
+cycle() { # CPU...: offline then online each, with the spinners running
+	for c in "$@"; do echo 0 > /sys/devices/system/cpu/cpu$c/online || return 1; done
+	for c in "$@"; do echo 1 > /sys/devices/system/cpu/cpu$c/online || return 1; done
+}
+alive() { n=0; for p in $pids; do kill -0 $p 2>/dev/null && n=$((n + 1)); done; echo $n; }
+wr "0,2"
+pids=
+for i in 1 2 3 4; do spin; pids="$pids $!"; done
+ok=0
+for i in 1 2 3 4 5 6 7 8 9 10; do cycle 2 1 || ok=1; done
+r=$(rd); a=$(alive)
+[ $ok = 0 ] && [ "$r" = 0-2 ] && [ "$a" = 4 ]
+check hotplug_stress_userspace $? "10 cycles of cpu2+cpu1: status=$ok preferred=$r spinners alive=$a"
+insmod $MOD interval_ms=100
+ok=0
+for i in 1 2 3 4 5; do cycle 1 2 || ok=1; sleep 0.1; done
+r=$(rd); o=$(cat $ONLINE); a=$(alive)
+rmmod steal_governor
+[ $ok = 0 ] && [ "$r" = "$o" ] && [ "$a" = 4 ]
+check hotplug_stress_governor $? "5 cycles of cpu1+cpu2 under the governor: status=$ok preferred=$r online=$o alive=$a"
+kill $pids; wait 2>/dev/null
+
+# CPU 3 is alone in its isolcpus= root domain. 6.12 refuses to offline it
+# (EBUSY from the deadline bandwidth check in sched_cpu_deactivate()); the
+# failed deactivation must put the CPU back into the preferred set. If the
+# kernel allows it, it must come back on online like any other CPU.
+wr "0,3"
+e=$( { echo 0 > /sys/devices/system/cpu/cpu3/online; } 2>&1 ); s=$?
+if [ $s != 0 ]; then
+	r=$(rd); o=$(cat $ONLINE)
+	[ "$r" = "0,3" ] && [ "$o" = 0-3 ]
+	check hotplug_failed_offline_keeps_preferred $? "offline cpu3 refused ($e): preferred=$r online=$o"
+else
+	echo 1 > /sys/devices/system/cpu/cpu3/online; r=$(rd)
+	[ "$r" = "0,3" ]
+	check hotplug_failed_offline_keeps_preferred $? "offline cpu3 allowed, online again: preferred=$r"
+fi
+wr "0-3"
+
 # --- kernel log --------------------------------------------------------------
 bad=$(dmesg | grep -E -c 'WARNING:|BUG:|Oops|Call Trace')
 [ "$bad" = 0 ]; check no_kernel_warnings $? "$bad suspicious dmesg lines"
