@@ -50,6 +50,7 @@ static const struct knob knobs[] = {
     KU("compliance_intervals", compliance_intervals, 1, 1000,
        "violating intervals = non-compliant"),
     KU("lease_intervals", lease_intervals, 2, 100, "hint lease, in intervals"),
+    KS("enforce", enforce, "report: mark non-compliant VMs; cap: also limit them to their share"),
     KS("metrics_listen", metrics_listen, "ADDR:PORT of /metrics and /status, \"\" = off"),
     KS("channel_dir", channel_dir, "replay only: channel sockets are DIR/NAME.sock"),
     KS("connect", uri, "libvirt URI"),
@@ -68,6 +69,7 @@ void cfg_defaults(struct hd_config *c)
     c->compliance_run = 0.05;
     c->compliance_intervals = 3;
     c->lease_intervals = 3;
+    snprintf(c->enforce, sizeof(c->enforce), "report");
     snprintf(c->metrics_listen, sizeof(c->metrics_listen), "%s", CFG_DEFAULT_LISTEN);
     snprintf(c->uri, sizeof(c->uri), "%s", CFG_DEFAULT_URI);
 }
@@ -104,6 +106,11 @@ int cfg_set(struct hd_config *c, const char *key, const char *value, char *err, 
     case K_BOOL:
         return ch_conf_bool(key, value, (bool *)(void *)field, err, errlen);
     case K_STRING:
+        if (strcmp(key, "enforce") == 0 && strcmp(value, "report") != 0 &&
+            strcmp(value, "cap") != 0) {
+            snprintf(err, errlen, "enforce: expected \"report\" or \"cap\", not \"%s\"", value);
+            return -EINVAL;
+        }
         if (strlen(value) >= (size_t)k->max) {
             snprintf(err, errlen, "%s: longer than %zu bytes", key, (size_t)k->max - 1);
             return -ERANGE;

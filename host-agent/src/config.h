@@ -34,6 +34,7 @@ struct hd_config {
     unsigned compliance_intervals; /* consecutive violating intervals = non-compliant */
     /* delivery */
     unsigned lease_intervals; /* hint lease in intervals */
+    char enforce[16];         /* "report" or "cap" */
     char metrics_listen[128];
     char channel_dir[256]; /* replay: channel sockets are DIR/<name>.sock */
     /* process */

@@ -18,6 +18,7 @@ struct http_srv {
     struct evhttp *http;
     const struct engine *e;
     const struct actuator *a;
+    const struct enforcer *f;
     const struct hd_config *cfg;
     uint64_t requests;
 };
@@ -188,6 +189,19 @@ static void on_metrics(struct evhttp_request *req, void *arg)
                         (unsigned long long)e->changes);
     head(b, "corehint_policy_step_seconds", "gauge", "duration of the last policy step");
     evbuffer_add_printf(b, "corehint_policy_step_seconds %.9f\n", e->last_step_ns / 1e9);
+    head(b, "corehint_caps_total", "counter", "CPU quota caps set on non-compliant VMs");
+    evbuffer_add_printf(b, "corehint_caps_total %llu\n", (unsigned long long)h->f->caps);
+    head(b, "corehint_cap_releases_total", "counter", "CPU quota caps removed");
+    evbuffer_add_printf(b, "corehint_cap_releases_total %llu\n",
+                        (unsigned long long)h->f->releases);
+    if (e->decided) {
+        head(b, "corehint_vm_capped", "gauge", "1 while the VM's CPU quota is capped");
+        for (unsigned i = 0; i < e->ndec; i++) {
+            const struct enf_vm *v = enf_find(h->f, e->model.dom[i].uuid);
+            vm_labels(b, "corehint_vm_capped", &e->model.dom[i]);
+            evbuffer_add_printf(b, "} %d\n", v && v->capped);
+        }
+    }
     head(b, "corehint_hints_total", "counter", "hints queued to guests");
     evbuffer_add_printf(b, "corehint_hints_total %llu\n", (unsigned long long)h->a->hints_total);
     head(b, "corehint_hint_ack_seconds", "summary", "hint sent to guest status received");
@@ -243,6 +257,9 @@ static void on_status(struct evhttp_request *req, void *arg)
     json_object_object_add(daemon, "hint_ack_p99_ns",
                            json_object_new_uint64(act_latency_quantile(h->a, 0.99)));
     json_object_object_add(daemon, "hint_acks", json_object_new_uint64(h->a->nlat));
+    enf_annotate(h->f, r);
+    json_object_object_add(daemon, "caps", json_object_new_uint64(h->f->caps));
+    json_object_object_add(daemon, "cap_releases", json_object_new_uint64(h->f->releases));
     json_object_object_add(r, "daemon", daemon);
     if (!b) {
         json_object_put(r);
@@ -257,7 +274,8 @@ static void on_status(struct evhttp_request *req, void *arg)
 }
 
 struct http_srv *http_start(struct event_base *base, const char *listen, const struct engine *e,
-                            const struct actuator *a, const struct hd_config *cfg)
+                            const struct actuator *a, const struct enforcer *f,
+                            const struct hd_config *cfg)
 {
     struct http_srv *h = calloc(1, sizeof(*h));
     char addr[128];
@@ -287,6 +305,7 @@ struct http_srv *http_start(struct event_base *base, const char *listen, const s
     }
     h->e = e;
     h->a = a;
+    h->f = f;
     h->cfg = cfg;
     if (!(h->http = evhttp_new(base)))
         goto fail;

@@ -19,6 +19,7 @@
 #include "conn.h"
 #include "corehint/log.h"
 #include "actuate.h"
+#include "enforce.h"
 #include "engine.h"
 #include "http.h"
 #include "notify.h"
@@ -32,6 +33,7 @@ struct hostd {
     struct collector *col;
     struct engine eng;
     struct actuator act;
+    struct enforcer enf;
     struct http_srv *http;
     bool delivering; /* live daemon or paced replay: channels and HTTP are up */
     bool replay_done;
@@ -200,6 +202,7 @@ static void print_report(struct hostd *h, int flags)
 
     if (!r)
         return;
+    enf_annotate(&h->enf, r);
     printf("%s\n", json_object_to_json_string_ext(r, flags));
     fflush(stdout);
     json_object_put(r);
@@ -264,6 +267,8 @@ static void sample(struct hostd *h)
         log_msg(LOG_LVL_ERR, "decision failed: %s", strerror(-rc));
     else if (rc > 0 && h->delivering)
         act_apply(&h->act, &h->eng);
+    if (rc > 0 && h->delivering && !h->cfg.dry_run)
+        enf_apply(&h->enf, &h->eng, conn_get(h->conn));
     if (rc > 0 && !h->ready && !h->cfg.once) {
         /* Ready means measuring and deciding, which takes the first good pair of samples. */
         char msg[128];
@@ -305,8 +310,11 @@ static void replay_step(struct hostd *h)
         }
         log_msg(LOG_LVL_INFO, "end of %s: holding the last decision", h->cfg.replay);
     }
-    if (!h->replay_done && eng_feed(&h->eng, s, 0) > 0)
+    if (!h->replay_done && eng_feed(&h->eng, s, 0) > 0) {
+        if (!h->cfg.dry_run)
+            enf_apply(&h->enf, &h->eng, NULL);
         print_report(h, JSON_C_TO_STRING_PLAIN);
+    }
     if (h->delivering)
         act_apply(&h->act, &h->eng);
     arm_replay(h);
@@ -365,9 +373,10 @@ static int start(struct hostd *h)
     }
     eng_init(&h->eng, &h->cfg, h->record);
     act_init(&h->act, h->base, &h->cfg);
+    enf_init(&h->enf, &h->cfg);
     h->delivering = !h->cfg.once && (!h->cfg.replay[0] || h->cfg.replay_realtime);
     if (h->delivering && h->cfg.metrics_listen[0] &&
-        !(h->http = http_start(h->base, h->cfg.metrics_listen, &h->eng, &h->act, &h->cfg)))
+        !(h->http = http_start(h->base, h->cfg.metrics_listen, &h->eng, &h->act, &h->enf, &h->cfg)))
         return -EADDRNOTAVAIL;
     if (h->cfg.replay[0]) {
         if (!(h->replay = rec_open(h->cfg.replay, err, sizeof(err)))) {
@@ -414,6 +423,7 @@ static void stop(struct hostd *h)
         event_free(h->tick);
     http_stop(h->http);
     act_finalise(&h->act);
+    enf_finalise(&h->enf, h->conn ? conn_get(h->conn) : NULL);
     eng_finalise(&h->eng);
     rec_close(h->replay);
     if (h->record)

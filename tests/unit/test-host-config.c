@@ -78,6 +78,10 @@ TEST(errors_name_file_and_line)
     cfg_free(&c);
     CHECK(load("use_shares = maybe\n", err, sizeof(err), &c) < 0);
     cfg_free(&c);
+    CHECK_INT(load("enforce = cap\nenforce = always\n", err, sizeof(err), &c), -EINVAL);
+    CHECK_STR(err, "hostd.conf:2: enforce: expected \"report\" or \"cap\", not \"always\"");
+    CHECK_STR(c.enforce, "cap");
+    cfg_free(&c);
 }
 
 TEST(files)

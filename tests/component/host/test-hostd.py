@@ -571,6 +571,32 @@ def systemd_notify():
         check(p.returncode == 0, err[-2000:])
 
 
+@case
+def replay_enforcement():
+    with tempfile.TemporaryDirectory() as d:
+        conf = os.path.join(d, "hostd.conf")
+        write(conf, "enforce = cap\n")
+        s = replay("noncompliant.jsonl", "-c", conf)
+        rebel = [dom for st in s for dom in st["domains"] if dom["name"] == "rebel"]
+        good = [dom for st in s for dom in st["domains"] if dom["name"] == "good"]
+        # hinted at step 2, grace at step 3, violations at 4, 5, 6: non-compliant and capped
+        check([r["decision"]["compliant"] for r in rebel[:7]] == [True] * 5 + [False] * 2,
+              "compliance: %s" % [r["decision"]["violations"] for r in rebel])
+        check(not rebel[4]["enforce"]["capped"] and rebel[5]["enforce"]["capped"], "capped at 6")
+        check(abs(rebel[5]["enforce"]["cap_cpus"] - 0.9) < 1e-6, "capped to its entitlement")
+        check(rebel[6]["enforce"]["capped"] and not rebel[7]["enforce"]["capped"],
+              "released once it complies")
+        check(not any(g["enforce"]["capped"] for g in good), "a compliant VM is never capped")
+        # enforce = report (the default) marks but never caps
+        s = replay("noncompliant.jsonl")
+        rebel = [dom for st in s for dom in st["domains"] if dom["name"] == "rebel"]
+        check(not rebel[5]["decision"]["compliant"], "still marked non-compliant")
+        check(not any(r["enforce"]["capped"] for r in rebel), "report mode caps nothing")
+        write(conf, "\nenforce = maybe\n")
+        p = run(["-c", conf, "--dump-config"], rc=1)
+        check("%s:2: enforce: expected" % conf in p.stderr, p.stderr)
+
+
 def main():
     names = sys.argv[1:] or sorted(CASES)
     failed = 0

@@ -98,6 +98,15 @@ def small():
     t.write("pinned.jsonl", "pinned VMs sharing pCPUs 2-3")
 
 
+    # A VM ignoring its hint: rebel keeps running both vCPUs, then complies; good packs onto
+    # vCPU 0 as soon as it is told.
+    t = Trace(2)
+    for i in range(11):
+        rebel = busy2() if i < 8 else [(1.0, 0.0, 0, None), (0.0, 0.0, 1, None)]
+        good = busy2() if i < 3 else [(1.0, 0.0, 0, None), (0.0, 0.0, 1, None)]
+        t.sample([(1, "rebel", rebel, {}), (2, "good", good, {})])
+    t.write("noncompliant.jsonl", "rebel ignores its hint for 5 intervals, then complies")
+
 
 def scale(path, nvm=100, samples=60):
     """nvm VMs x 4 vCPUs on 16 pCPUs (too big for the tree: written on demand)."""

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "enforce.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "corehint/log.h"
+
+#define PERIOD_US 100000ull
+/* A cap is adjusted only when the entitlement moved by more than this share. */
+#define CAP_SLACK 0.1
+#define CAP_MIN_CPUS 0.1
+
+void enf_init(struct enforcer *f, const struct hd_config *cfg)
+{
+    memset(f, 0, sizeof(*f));
+    f->cfg = cfg;
+}
+
+const struct enf_vm *enf_find(const struct enforcer *f, const char *uuid)
+{
+    unsigned lo = 0, hi = f->nvm;
+
+    while (lo < hi) {
+        unsigned mid = lo + (hi - lo) / 2;
+        int c = strcmp(f->vm[mid].uuid, uuid);
+        if (c == 0)
+            return &f->vm[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* cpus < 0 removes the cap.  Returns 0 or -EIO. */
+static int set_quota(virConnectPtr vc, const struct enf_vm *v, double cpus)
+{
+    virTypedParameter p[2];
+    virDomainPtr dom;
+    int rc = 0;
+
+    if (!vc)
+        return 0;
+    if (!(dom = virDomainLookupByUUIDString(vc, v->uuid)))
+        return -EIO;
+    memset(p, 0, sizeof(p));
+    snprintf(p[0].field, sizeof(p[0].field), "%s", VIR_DOMAIN_SCHEDULER_GLOBAL_PERIOD);
+    p[0].type = VIR_TYPED_PARAM_ULLONG;
+    p[0].value.ul = PERIOD_US;
+    snprintf(p[1].field, sizeof(p[1].field), "%s", VIR_DOMAIN_SCHEDULER_GLOBAL_QUOTA);
+    p[1].type = VIR_TYPED_PARAM_LLONG;
+    /* libvirt: a negative quota means no limit */
+    p[1].value.l = cpus < 0 ? -1 : (long long)llround(cpus * (double)PERIOD_US);
+    if (virDomainSetSchedulerParametersFlags(dom, p, 2, VIR_DOMAIN_AFFECT_LIVE) < 0) {
+        log_msg(LOG_LVL_WARN, "%s: cannot set the CPU quota: %s", v->name, conn_error());
+        rc = -EIO;
+    }
+    virDomainFree(dom);
+    return rc;
+}
+
+static void cap(struct enforcer *f, struct enf_vm *v, double cpus, virConnectPtr vc)
+{
+    if (set_quota(vc, v, cpus) < 0) {
+        f->failures++;
+        return;
+    }
+    log_msg(LOG_LVL_WARN, "%s%s: non-compliant under contention: capped to %.2f CPUs",
+            vc ? "" : "replay: ", v->name, cpus);
+    v->capped = true;
+    v->cap_cpus = cpus;
+    f->caps++;
+}
+
+static void release(struct enforcer *f, struct enf_vm *v, virConnectPtr vc, const char *why)
+{
+    if (set_quota(vc, v, -1) < 0) {
+        f->failures++;
+        return;
+    }
+    log_msg(LOG_LVL_INFO, "%s%s: cap released (%s)", vc ? "" : "replay: ", v->name, why);
+    v->capped = false;
+    v->cap_cpus = 0;
+    f->releases++;
+}
+
+void enf_apply(struct enforcer *f, const struct engine *e, virConnectPtr vc)
+{
+    bool capping = strcmp(f->cfg->enforce, "cap") == 0;
+    struct enf_vm *n;
+    unsigned j = 0;
+
+    if (!e->decided || !(n = calloc(e->ndec + 1, sizeof(*n))))
+        return;
+    for (unsigned i = 0; i < e->ndec; i++) {
+        const struct pol_decision *d = &e->dec[i];
+        struct enf_vm *v = &n[i];
+
+        while (j < f->nvm && strcmp(f->vm[j].uuid, d->uuid) < 0)
+            j++; /* gone: its quota went with it */
+        if (j < f->nvm && strcmp(f->vm[j].uuid, d->uuid) == 0)
+            *v = f->vm[j++];
+        memcpy(v->uuid, d->uuid, sizeof(v->uuid));
+        memcpy(v->name, e->model.dom[i].name, sizeof(v->name));
+        double want = d->entitlement > CAP_MIN_CPUS ? d->entitlement : CAP_MIN_CPUS;
+        bool should = capping && d->non_compliant && d->contended && !d->opt_out;
+
+        if (should && (!v->capped || fabs(want - v->cap_cpus) > CAP_SLACK * v->cap_cpus))
+            cap(f, v, want, vc);
+        else if (!should && v->capped)
+            release(f, v, vc,
+                    !capping       ? "enforcement off"
+                    : d->contended ? "compliant"
+                                   : "no contention");
+    }
+    free(f->vm);
+    f->vm = n;
+    f->nvm = e->ndec;
+}
+
+void enf_annotate(const struct enforcer *f, json_object *report)
+{
+    json_object *doms, *u;
+
+    if (!report || !json_object_object_get_ex(report, "domains", &doms))
+        return;
+    for (size_t i = 0; i < json_object_array_length(doms); i++) {
+        json_object *d = json_object_array_get_idx(doms, i), *o;
+        const struct enf_vm *v;
+
+        if (!json_object_object_get_ex(d, "uuid", &u))
+            continue;
+        v = enf_find(f, json_object_get_string(u));
+        o = json_object_new_object();
+        json_object_object_add(o, "mode", json_object_new_string(f->cfg->enforce));
+        json_object_object_add(o, "capped", json_object_new_boolean(v && v->capped));
+        if (v && v->capped)
+            json_object_object_add(o, "cap_cpus", json_object_new_double(v->cap_cpus));
+        json_object_object_add(d, "enforce", o);
+    }
+}
+
+void enf_finalise(struct enforcer *f, virConnectPtr vc)
+{
+    for (unsigned i = 0; i < f->nvm; i++)
+        if (f->vm[i].capped)
+            release(f, &f->vm[i], vc, "shutting down");
+    free(f->vm);
+    f->vm = NULL;
+    f->nvm = 0;
+}
