@@ -462,7 +462,7 @@ int main(int argc, char **argv)
              : h.cfg.verbose    ? LOG_LVL_INFO
                                 : LOG_LVL_WARN,
              detach);
-    if (!h.cfg.once && !h.cfg.replay[0])
+    if (!h.cfg.once && (!h.cfg.replay[0] || h.cfg.replay_realtime))
         log_set_level(h.cfg.verbose >= 2 ? LOG_LVL_DEBUG : LOG_LVL_INFO);
     if (detach && daemon(0, 0) < 0) {
         log_msg(LOG_LVL_ERR, "cannot detach: %s", strerror(errno));
