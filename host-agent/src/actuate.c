@@ -112,7 +112,42 @@ static int sync_vms(struct actuator *a, const struct model *m)
     return 0;
 }
 
-unsigned act_apply(struct actuator *a, const struct engine *e)
+/* Apply d through qemu-ga when it changed; the call blocks up to QGA_TIMEOUT_S per command. */
+static void agent_apply(struct actuator *a, struct act_vm *v, const struct model_dom *md,
+                        const struct pol_decision *d, enum cfg_actuator how, virConnectPtr vc)
+{
+    char path[sizeof(a->cfg->channel_dir) + SNAP_NAME_MAX + 16], err[256] = "";
+    struct qga_link *l;
+    int rc;
+
+    if (v->agent_applied && ch_cpuset_equal(&v->agent_cpus, &d->preferred))
+        return;
+    if (!vc && !a->cfg->channel_dir[0])
+        return; /* replay without a place for agent sockets */
+    snprintf(path, sizeof(path), "%s/%s.agent.sock", a->cfg->channel_dir, md->name);
+    if (!(l = qga_open(vc, md->uuid, path, err, sizeof(err)))) {
+        rc = -EIO;
+    } else {
+        rc = how == CFG_ACT_AGENT_SYSFS
+                 ? qga_write_preferred(l, &d->preferred, err, sizeof(err))
+                 : qga_set_vcpus(l, &d->preferred, md->nvcpu, err, sizeof(err));
+        qga_close(l);
+    }
+    if (rc < 0) {
+        v->agent_failed++;
+        snprintf(v->agent_error, sizeof(v->agent_error), "%s", err);
+        log_msg(LOG_LVL_WARN, "%s: %s failed: %s", md->name, cfg_actuator_name(how), err);
+        return;
+    }
+    v->agent_ok++;
+    v->agent_error[0] = '\0';
+    v->agent_applied = true;
+    v->agent_cpus = d->preferred;
+    log_msg(LOG_LVL_INFO, "%s: %s applied %u of %u vCPUs", md->name, cfg_actuator_name(how),
+            d->count, d->nvcpu);
+}
+
+unsigned act_apply(struct actuator *a, const struct engine *e, virConnectPtr vc)
 {
     uint32_t lease = a->cfg->lease_intervals * a->cfg->interval_ms;
     unsigned sent = 0;
@@ -128,6 +163,12 @@ unsigned act_apply(struct actuator *a, const struct engine *e)
         struct act_vm *v = &a->vm[i];
         ch_cpuset cpus = d->preferred;
 
+        const struct cfg_domain *cd = cfg_domain_find(a->cfg, v->name, v->uuid);
+
+        if (cd && cd->actuator != CFG_ACT_CHANNEL && !d->opt_out && !a->cfg->dry_run) {
+            agent_apply(a, v, &e->model.dom[i], d, cd->actuator, vc);
+            continue;
+        }
         if (!v->ch || d->opt_out || v->ch->state != CHAN_UP)
             continue;
         /* Never name a CPU the guest does not have online: it would refuse the hint. */
@@ -148,6 +189,23 @@ unsigned act_apply(struct actuator *a, const struct engine *e)
         }
     }
     return sent;
+}
+
+json_object *act_agent_json(const struct act_vm *v)
+{
+    json_object *o;
+    char list[CH_CPULIST_MAX_LEN];
+
+    if (!v || (!v->agent_ok && !v->agent_failed))
+        return NULL;
+    o = json_object_new_object();
+    json_object_object_add(o, "ok", json_object_new_uint64(v->agent_ok));
+    json_object_object_add(o, "failed", json_object_new_uint64(v->agent_failed));
+    if (v->agent_applied && ch_cpulist_format(&v->agent_cpus, list, sizeof(list)) >= 0)
+        json_object_object_add(o, "applied", json_object_new_string(list));
+    if (v->agent_error[0])
+        json_object_object_add(o, "error", json_object_new_string(v->agent_error));
+    return o;
 }
 
 json_object *act_channel_json(const struct act_vm *v)

@@ -18,6 +18,7 @@
 #include "channel.h"
 #include "config.h"
 #include "engine.h"
+#include "qga.h"
 
 #define ACT_LAT_RING 1024u
 
@@ -26,6 +27,11 @@ struct act_vm {
     char name[SNAP_NAME_MAX];
     struct channel *ch; /* NULL: no channel (or dry run) */
     uint64_t hints;     /* hints queued */
+    /* qemu-ga actuators: what the agent last applied, to act on changes only */
+    bool agent_applied;
+    ch_cpuset agent_cpus;
+    uint64_t agent_ok, agent_failed;
+    char agent_error[128];
 };
 
 struct actuator {
@@ -40,9 +46,15 @@ struct actuator {
 };
 
 void act_init(struct actuator *a, struct event_base *base, const struct hd_config *cfg);
-/* Follow the latest decision: open/close channels, send hints.  Returns hints queued. */
-unsigned act_apply(struct actuator *a, const struct engine *e);
+/*
+ * Follow the latest decision: open/close channels, send hints, drive qemu-ga for domains
+ * that opted into an agent actuator (through libvirt vc, or in replay (vc NULL) through the
+ * agent socket channel_dir/NAME.agent.sock).  Returns hints queued.
+ */
+unsigned act_apply(struct actuator *a, const struct engine *e, virConnectPtr vc);
 const struct act_vm *act_find(const struct actuator *a, const char *uuid);
+/* {"ok","failed","applied","error"} of a domain's qemu-ga actuator, NULL when unused. */
+json_object *act_agent_json(const struct act_vm *v);
 /* JSON description of a domain's channel for /status (NULL when it has none). */
 json_object *act_channel_json(const struct act_vm *v);
 /* Quantile q (0..1) of the recorded ack latencies in ns; 0 when none. */

@@ -56,6 +56,19 @@ static const struct knob knobs[] = {
     KS("connect", uri, "libvirt URI"),
 };
 
+const char *cfg_actuator_name(enum cfg_actuator a)
+{
+    switch (a) {
+    case CFG_ACT_CHANNEL:
+        return "channel";
+    case CFG_ACT_AGENT_SYSFS:
+        return "agent-sysfs";
+    case CFG_ACT_AGENT_VCPUS:
+        return "agent-vcpus";
+    }
+    return "?";
+}
+
 void cfg_defaults(struct hd_config *c)
 {
     memset(c, 0, sizeof(*c));
@@ -161,7 +174,17 @@ static int on_line(void *ctx, const struct ch_conf_line *l, char *err, size_t er
         return ch_conf_double(l->key, l->value, 0.001, 1e6, &d->weight, err, errlen);
     if (strcmp(l->key, "opt_out") == 0)
         return ch_conf_bool(l->key, l->value, &d->opt_out, err, errlen);
-    snprintf(err, errlen, "unknown domain setting \"%s\" (weight, opt_out)", l->key);
+    if (strcmp(l->key, "actuator") == 0) {
+        for (int a = CFG_ACT_CHANNEL; a <= CFG_ACT_AGENT_VCPUS; a++)
+            if (strcmp(l->value, cfg_actuator_name((enum cfg_actuator)a)) == 0) {
+                d->actuator = (enum cfg_actuator)a;
+                return 0;
+            }
+        snprintf(err, errlen, "actuator: expected channel, agent-sysfs or agent-vcpus, not \"%s\"",
+                 l->value);
+        return -EINVAL;
+    }
+    snprintf(err, errlen, "unknown domain setting \"%s\" (weight, opt_out, actuator)", l->key);
     return -EINVAL;
 }
 
@@ -241,6 +264,7 @@ void cfg_dump(const struct hd_config *c, FILE *out)
         if (d->weight > 0)
             fprintf(out, "weight = %g\n", d->weight);
         fprintf(out, "opt_out = %s\n", d->opt_out ? "yes" : "no");
+        fprintf(out, "actuator = %s\n", cfg_actuator_name(d->actuator));
     }
 }
 

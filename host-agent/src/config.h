@@ -14,11 +14,20 @@
 #define CFG_DEFAULT_URI "qemu:///system"
 #define CFG_DEFAULT_LISTEN "127.0.0.1:9477"
 
+enum cfg_actuator {
+    CFG_ACT_CHANNEL,     /* the org.corehint.0 channel to corehint-guestd (default) */
+    CFG_ACT_AGENT_SYSFS, /* qemu-ga writes the preferred file (patched kernel, no helper) */
+    CFG_ACT_AGENT_VCPUS, /* qemu-ga offlines non-preferred vCPUs (unpatched kernel; heavy) */
+};
+
 struct cfg_domain {
     char match[256]; /* domain name or UUID */
     double weight;   /* 0 = not set */
     bool opt_out;
+    enum cfg_actuator actuator;
 };
+
+const char *cfg_actuator_name(enum cfg_actuator a);
 
 struct hd_config {
     /* sampling */

@@ -266,7 +266,7 @@ static void sample(struct hostd *h)
     if ((rc = eng_feed(&h->eng, s, conn_generation(h->conn))) < 0)
         log_msg(LOG_LVL_ERR, "decision failed: %s", strerror(-rc));
     else if (rc > 0 && h->delivering)
-        act_apply(&h->act, &h->eng);
+        act_apply(&h->act, &h->eng, conn_get(h->conn));
     if (rc > 0 && h->delivering && !h->cfg.dry_run)
         enf_apply(&h->enf, &h->eng, conn_get(h->conn));
     if (rc > 0 && !h->ready && !h->cfg.once) {
@@ -316,7 +316,7 @@ static void replay_step(struct hostd *h)
         print_report(h, JSON_C_TO_STRING_PLAIN);
     }
     if (h->delivering)
-        act_apply(&h->act, &h->eng);
+        act_apply(&h->act, &h->eng, NULL);
     arm_replay(h);
 }
 

@@ -71,7 +71,7 @@ TEST(errors_name_file_and_line)
     CHECK_STR(err, "hostd.conf:2: [domain] needs a name or UUID: [domain NAME]");
     cfg_free(&c);
     CHECK_INT(load("[domain a]\ncolour = red\n", err, sizeof(err), &c), -EINVAL);
-    CHECK_STR(err, "hostd.conf:2: unknown domain setting \"colour\" (weight, opt_out)");
+    CHECK_STR(err, "hostd.conf:2: unknown domain setting \"colour\" (weight, opt_out, actuator)");
     cfg_free(&c);
     CHECK(load("[domain a]\nweight = 0\n", err, sizeof(err), &c) < 0);
     CHECK(strncmp(err, "hostd.conf:2: weight", 20) == 0);

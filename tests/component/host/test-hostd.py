@@ -601,6 +601,114 @@ def replay_enforcement():
         check("%s:2: enforce: expected" % conf in p.stderr, p.stderr)
 
 
+class FakeAgent:
+    """qemu-guest-agent's side of its socket: guest-sync, guest-file-*, guest-set-vcpus.
+    Every connection starts with a stale reply, as an interrupted earlier client may leave."""
+
+    def __init__(self, path, fail_open=False):
+        import base64
+        self.b64 = base64
+        self.path, self.fail_open = path, fail_open
+        self.writes, self.vcpus, self.commands = [], [], []
+        self.stop = False
+        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.srv.bind(path)
+        self.srv.listen(4)
+        self.srv.settimeout(0.1)
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    def reply(self, cmd):
+        ex, args = cmd["execute"], cmd.get("arguments", {})
+        self.commands.append(ex)
+        if ex == "guest-sync":
+            return {"return": args["id"]}
+        if ex == "guest-file-open":
+            if self.fail_open:
+                return {"error": {"class": "GenericError", "desc": "no preferred file"}}
+            check(args["path"] == "/sys/devices/system/cpu/preferred" and args["mode"] == "w", args)
+            return {"return": 1000}
+        if ex == "guest-file-write":
+            data = self.b64.b64decode(args["buf-b64"]).decode()
+            self.writes.append(data)
+            return {"return": {"count": len(data), "eof": False}}
+        if ex == "guest-file-close":
+            return {"return": {}}
+        if ex == "guest-set-vcpus":
+            self.vcpus.append(args["vcpus"])
+            return {"return": len(args["vcpus"])}
+        return {"error": {"class": "CommandNotFound", "desc": ex}}
+
+    def run(self):
+        while not self.stop:
+            try:
+                c, _ = self.srv.accept()
+            except socket.timeout:
+                continue
+            with c:
+                c.sendall(b'{"return": 42}\n')
+                f = c.makefile("rb")
+                for line in f:
+                    c.sendall((json.dumps(self.reply(json.loads(line))) + "\n").encode())
+
+    def close(self):
+        self.stop = True
+        self.t.join(5)
+        self.srv.close()
+
+
+@case
+def agent_actuators():
+    iv = 200 if SLOW == 1 else 1000
+    d = tempfile.mkdtemp(prefix="hostd-qga-")
+    agents = {n: FakeAgent(os.path.join(d, n + ".agent.sock"), fail_open=(n == "broken"))
+              for n in ("a", "b", "broken")}
+    conf = os.path.join(d, "hostd.conf")
+    write(conf, "[domain a]\nactuator = agent-sysfs\n[domain b]\nactuator = agent-vcpus\n"
+                "[domain broken]\nactuator = agent-sysfs\n")
+    t = traces.Trace(2)
+    for _ in range(6):
+        t.sample([(i + 1, n, traces.busy2(), {}) for i, n in enumerate(("a", "b", "broken"))])
+    trace = os.path.join(d, "trace.jsonl")
+    write(trace, "\n".join(t.lines) + "\n")
+    log = open(os.path.join(d, "hostd.log"), "w+")
+    p = subprocess.Popen(argv(["--replay", trace, "--replay-realtime", "--interval-ms", str(iv),
+                               "--channel-dir", d, "--metrics-listen", "127.0.0.1:0", "-c", conf]),
+                         stdout=subprocess.DEVNULL, stderr=log)
+    ok = False
+    try:
+        port = wait_port(log, p)
+        wait_for(lambda: len(agents["a"].writes) >= 2 and len(agents["b"].vcpus) >= 2, 30,
+                 "the agents applied the shrink")
+        time.sleep(4 * iv / 1000.0)
+        # acting on changes only: all vCPUs first (hold), then vCPU 0, nothing more
+        check(agents["a"].writes == ["0-1\n", "0\n"],
+              "preferred file writes: %s" % agents["a"].writes)
+        check(agents["a"].commands.count("guest-sync") == 2, agents["a"].commands)
+        b = agents["b"].vcpus
+        check(len(b) == 2, "guest-set-vcpus calls: %s" % b)
+        check(all(v["logical-id"] != 0 for call in b for v in call), "vCPU 0 is never touched")
+        check(b[0] == [{"logical-id": 1, "online": True}] and
+              b[1] == [{"logical-id": 1, "online": False}], b)
+        st = json.loads(urllib.request.urlopen("http://127.0.0.1:%d/status" % port).read())
+        ag = dom_status(st, "a")["agent"]
+        check(ag["ok"] == 2 and ag["failed"] == 0 and ag["applied"] == "0", ag)
+        br = dom_status(st, "broken")["agent"]
+        check(br["failed"] >= 2 and br["ok"] == 0 and "no preferred file" in br["error"],
+              "failures are retried and reported: %s" % br)
+        ok = True
+    finally:
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(30 * SLOW)
+        for a in agents.values():
+            a.close()
+        if not ok:
+            log.seek(0)
+            sys.stdout.write("--- hostd log (tail)\n" + log.read()[-4000:] + "\n")
+        shutil.rmtree(d, ignore_errors=True)
+    check(rc == 0, "exit status %d" % rc)
+
+
 def main():
     names = sys.argv[1:] or sorted(CASES)
     failed = 0
