@@ -1,0 +1,271 @@
+# shellcheck shell=bash
+# Shared harness of the virsh-driven end-to-end tests.  A scenario script sources this file,
+# calls e2e_begin, defines guests with e2e_guest, starts hostd with e2e_hostd, asserts with
+# e2e_wait_console / e2e_expect, and ends with e2e_pass.  Everything it defines or starts is
+# removed by the EXIT trap, on success and on failure alike.
+#
+# Environment (set by tests/e2e/CMakeLists.txt):
+#   COREHINT_HOSTD   corehint-hostd binary
+#   COREHINT_GUESTD  statically linked corehint-guestd binary (copied into the guest)
+#   COREHINT_SRC     source tree
+#   COREHINT_DOMAIN_TYPE  qemu (default; TCG) or kvm
+#   COREHINT_KERNEL_DIR   a kernel-patch/build output directory to use instead of building
+#   COREHINT_E2E_KEEP     set: keep the run directory (consoles, hostd log) after a pass
+set -uo pipefail
+
+E2E_SRC=${COREHINT_SRC:?COREHINT_SRC not set}
+E2E_URI=qemu:///system
+E2E_TYPE=${COREHINT_DOMAIN_TYPE:-qemu}
+E2E_DOMAINS=()
+E2E_PIDS=()
+E2E_T0=$SECONDS
+E2E_NAME=
+E2E_DIR=
+E2E_KERNEL=
+E2E_INITRD=
+
+# shellcheck source=../lib/libvirt-env
+. "$E2E_SRC/tests/lib/libvirt-env"
+
+e2e_log() { echo "[e2e $E2E_NAME +$((SECONDS - E2E_T0))s] $*" >&2; }
+
+e2e_fail() {
+    e2e_log "FAIL: $*"
+    e2e_dump
+    exit 1
+}
+
+e2e_dump() {
+    local f
+    for f in "$E2E_DIR"/*.log; do
+        [ -f "$f" ] || continue
+        echo "----- $(basename "$f") (last 40 lines)" >&2
+        tail -n 40 "$f" >&2
+    done
+}
+
+e2e_cleanup() {
+    local rc=$? d p
+    for p in "${E2E_PIDS[@]}"; do
+        kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
+    done
+    for d in "${E2E_DOMAINS[@]}"; do
+        # qemu's PID first: if libvirtd is gone, virsh cannot stop the guest, but we can.
+        p=$(cat "/run/libvirt/qemu/$d.pid" 2>/dev/null)
+        virsh -q -c "$E2E_URI" destroy "$d" >/dev/null 2>&1
+        virsh -q -c "$E2E_URI" undefine "$d" >/dev/null 2>&1
+        if [ -n "$p" ] && grep -qa "guest=$d," "/proc/$p/cmdline" 2>/dev/null; then
+            echo "e2e: libvirt could not stop $d; killing its qemu (pid $p)" >&2
+            kill "$p" 2>/dev/null
+        fi
+    done
+    libvirt_env_down
+    if [ $rc -eq 0 ] && [ -n "$E2E_DIR" ] && [ -z "${COREHINT_E2E_KEEP:-}" ]; then
+        rm -rf "$E2E_DIR"
+    elif [ -n "$E2E_DIR" ]; then
+        echo "e2e: logs kept in $E2E_DIR" >&2
+    fi
+    exit $rc
+}
+
+# e2e_begin NAME: set up the run directory, libvirt, the kernel and the guest image.
+e2e_begin() {
+    E2E_NAME=$1
+    [ "$(id -u)" -eq 0 ] || { echo "e2e: must run as root (libvirtd, qemu:///system)" >&2; exit 1; }
+    for b in "${COREHINT_HOSTD:?}" "${COREHINT_GUESTD:?}"; do
+        [ -x "$b" ] || { echo "e2e: $b missing; build first" >&2; exit 1; }
+    done
+    command -v virsh >/dev/null || { echo "e2e: virsh missing (scripts/deps test)" >&2; exit 1; }
+    mkdir -p /var/lib/corehint-test/run
+    chmod 755 /var/lib/corehint-test /var/lib/corehint-test/run
+    E2E_DIR=$(mktemp -d "/var/lib/corehint-test/run/$E2E_NAME.XXXXXX")
+    chmod 755 "$E2E_DIR"
+    chown libvirt-qemu "$E2E_DIR" 2>/dev/null || true
+    trap e2e_cleanup EXIT
+    trap 'exit 130' INT TERM
+    libvirt_env_up || exit 1
+    local kdir=${COREHINT_KERNEL_DIR:-}
+    if [ -z "$kdir" ]; then
+        kdir=$("$E2E_SRC/kernel-patch/build" --print-dir) || { echo "e2e: kernel build failed" >&2; exit 1; }
+    fi
+    E2E_KERNEL=$kdir/bzImage
+    [ -r "$E2E_KERNEL" ] || { echo "e2e: no $E2E_KERNEL" >&2; exit 1; }
+    E2E_INITRD=$("$E2E_SRC/tests/e2e/mkguest" "$COREHINT_GUESTD") || { echo "e2e: mkguest failed" >&2; exit 1; }
+    # qemu (user libvirt-qemu) reads the kernel: make its directory chain traversable.
+    chmod o+rx "$kdir" && chmod o+r "$E2E_KERNEL"
+    e2e_log "kernel $E2E_KERNEL initrd $E2E_INITRD dir $E2E_DIR"
+}
+
+# e2e_guest SHORTNAME VCPUS "CMDLINE" [PIN]: define and start a guest; its console goes to
+# $E2E_DIR/SHORTNAME.log, its corehint channel socket is $E2E_DIR/SHORTNAME.sock.  PIN is a host
+# cpuset every vCPU is pinned to, or "n" to pin vCPU n to host CPU n.
+e2e_guest() {
+    local short=$1 vcpus=$2 cmdline=$3 pin=${4:-} name cputune="" v
+    name="corehint-e2e-$short-$$"
+    if [ -n "$pin" ]; then
+        cputune="<cputune>"
+        for ((v = 0; v < vcpus; v++)); do
+            cputune+="<vcpupin vcpu='$v' cpuset='$([ "$pin" = n ] && echo "$v" || echo "$pin")'/>"
+        done
+        cputune+="</cputune>"
+    fi
+    sed -e "s|@TYPE@|$E2E_TYPE|" -e "s|@NAME@|$name|" -e "s|@MEMORY@|256|" -e "s|@VCPUS@|$vcpus|g" \
+        -e "s|@CPUTUNE@|$cputune|" -e "s|@KERNEL@|$E2E_KERNEL|" -e "s|@INITRD@|$E2E_INITRD|" \
+        -e "s|@CMDLINE@|$cmdline|" -e "s|@SERIAL@|$E2E_DIR/$short.log|" \
+        -e "s|@CHANNEL@|$E2E_DIR/$short.sock|" "$E2E_SRC/tests/e2e/domain.xml.in" >"$E2E_DIR/$short.xml"
+    virsh -q -c "$E2E_URI" define "$E2E_DIR/$short.xml" >/dev/null || e2e_fail "virsh define $short"
+    E2E_DOMAINS+=("$name")
+    virsh -q -c "$E2E_URI" start "$name" >/dev/null || e2e_fail "virsh start $short"
+    e2e_log "started $name ($vcpus vCPUs${pin:+, pinned to $pin}, $cmdline)"
+}
+
+e2e_domname() { echo "corehint-e2e-$1-$$"; }
+
+# e2e_destroy SHORTNAME: stop a guest now (it stays defined until cleanup).
+e2e_destroy() {
+    virsh -q -c "$E2E_URI" destroy "$(e2e_domname "$1")" >/dev/null || e2e_fail "virsh destroy $1"
+    e2e_log "destroyed $1"
+}
+
+# e2e_wait_console SHORTNAME ERE TIMEOUT_S [FROM_LINE]: wait for a console line matching ERE,
+# at or after line FROM_LINE; prints the matching line.
+e2e_wait_console() {
+    local short=$1 re=$2 timeout=$3 from=${4:-1} end line
+    end=$((SECONDS + timeout))
+    while [ $SECONDS -lt $end ]; do
+        line=$(tail -n +"$from" "$E2E_DIR/$short.log" 2>/dev/null | tr -d '\r' | grep -E -m1 -- "$re")
+        if [ -n "$line" ]; then
+            echo "$line"
+            return 0
+        fi
+        sleep 0.2
+    done
+    return 1
+}
+
+# Number of console lines so far, to wait for something newer than now.
+e2e_console_mark() { wc -l <"$E2E_DIR/$1.log" 2>/dev/null || echo 0; }
+
+# The guest's latest reported preferred set.
+e2e_preferred() {
+    tr -d '\r' <"$E2E_DIR/$1.log" | grep -E '^CH preferred=' | tail -n 1 | sed -E 's/^CH preferred=([^ ]*).*/\1/'
+}
+
+# e2e_hostd ARGS...: start corehint-hostd in the background, logging to hostd.log.
+e2e_hostd() {
+    # shellcheck disable=SC2086
+    ${COREHINT_WRAP:-} "$COREHINT_HOSTD" --connect "$E2E_URI" --foreground "$@" >>"$E2E_DIR/hostd.log" 2>&1 &
+    E2E_HOSTD_PID=$!
+    E2E_PIDS+=("$E2E_HOSTD_PID")
+    e2e_log "hostd pid $E2E_HOSTD_PID: $*"
+}
+
+e2e_expect() { # description, command...
+    local what=$1
+    shift
+    "$@" || e2e_fail "$what"
+    e2e_log "ok: $what"
+}
+
+e2e_pass() {
+    e2e_log "PASS ($((SECONDS - E2E_T0)) s)"
+    exit 0
+}
+
+# The port hostd's HTTP server listens on (it is started with --metrics-listen 127.0.0.1:0).
+# Only log lines after line $1 count: the log is shared by every hostd a scenario starts.
+e2e_hostd_port() {
+    local from=$1 end=$((SECONDS + 20)) port
+    while [ $SECONDS -lt $end ]; do
+        port=$(tail -n +"$((from + 1))" "$E2E_DIR/hostd.log" |
+            grep -oE 'serving /metrics and /status on 127\.0\.0\.1 port [0-9]+' | tail -n 1 | awk '{print $NF}')
+        [ -n "$port" ] && { echo "$port"; return 0; }
+        sleep 0.2
+    done
+    return 1
+}
+
+# e2e_status: hostd's /status document.
+e2e_status() {
+    curl -sf --max-time 5 "http://127.0.0.1:$E2E_HOSTD_HTTP/status"
+}
+
+e2e_metrics() {
+    curl -sf --max-time 5 "http://127.0.0.1:$E2E_HOSTD_HTTP/metrics"
+}
+
+# e2e_status_field SHORTNAME PYEXPR: evaluate PYEXPR on the guest's entry `d` of /status
+# (e.g. 'd["channel"]["status"]["applied"]'); prints the value, fails when absent.
+e2e_status_field() {
+    local name
+    name=$(e2e_domname "$1")
+    e2e_status | python3 -c '
+import json, sys
+doc = json.load(sys.stdin)
+for d in doc.get("domains", []):
+    if d.get("name") == sys.argv[1]:
+        try:
+            print(eval(sys.argv[2], {}, {"d": d, "doc": doc}))
+        except (KeyError, IndexError, TypeError):
+            sys.exit(1)
+        sys.exit(0)
+sys.exit(1)' "$name" "$2"
+}
+
+# e2e_start_hostd ARGS...: start hostd with an ephemeral HTTP port and wait until it serves.
+e2e_start_hostd() {
+    local mark
+    mark=$(wc -l <"$E2E_DIR/hostd.log" 2>/dev/null || echo 0)
+    e2e_hostd --metrics-listen 127.0.0.1:0 "$@"
+    E2E_HOSTD_HTTP=$(e2e_hostd_port "$mark") || e2e_fail "hostd did not start its HTTP server"
+    e2e_log "hostd serving on 127.0.0.1:$E2E_HOSTD_HTTP"
+}
+
+# e2e_until TIMEOUT_S COMMAND...: retry COMMAND every 0.2 s until it succeeds.
+e2e_until() {
+    local end=$((SECONDS + $1))
+    shift
+    while [ $SECONDS -lt $end ]; do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 0.2
+    done
+    return 1
+}
+
+# e2e_undefine SHORTNAME: destroy (if running) and undefine a guest now.
+e2e_undefine() {
+    local name
+    name=$(e2e_domname "$1")
+    virsh -q -c "$E2E_URI" destroy "$name" >/dev/null 2>&1
+    virsh -q -c "$E2E_URI" undefine "$name" >/dev/null || e2e_fail "virsh undefine $1"
+}
+
+# e2e_wait_all_console ERE TIMEOUT_S SHORTNAME...: every named guest prints a matching line.
+e2e_wait_all_console() {
+    local re=$1 timeout=$2 g
+    shift 2
+    for g in "$@"; do
+        e2e_wait_console "$g" "$re" "$timeout" >/dev/null || e2e_fail "guest $g: no console line matching /$re/ within $timeout s"
+    done
+}
+
+# e2e_wait_idle SHORTNAME TIMEOUT_S: wait until the guest's vCPUs use less than 0.3 CPU (boot done).
+e2e_wait_idle() {
+    local name end t0 t1
+    name=$(e2e_domname "$1")
+    end=$((SECONDS + $2))
+    while [ $SECONDS -lt $end ]; do
+        t0=$(virsh -q -c "$E2E_URI" domstats --cpu-total --raw "$name" | awk -F= '/cpu.time=/ {print $2}')
+        sleep 1
+        t1=$(virsh -q -c "$E2E_URI" domstats --cpu-total --raw "$name" | awk -F= '/cpu.time=/ {print $2}')
+        [ -n "$t0" ] && [ -n "$t1" ] && [ $((t1 - t0)) -lt 300000000 ] && return 0
+    done
+    e2e_fail "guest $1 did not become idle within $2 s"
+}
+
+# e2e_guest_exec SHORTNAME "SHELL COMMAND": run a command in the guest through qemu-ga.
+e2e_guest_exec() {
+    local cmd
+    cmd=$(python3 -c 'import json,sys; print(json.dumps({"execute": "guest-exec", "arguments": {"path": "/bin/sh", "arg": ["-c", sys.argv[1]]}}))' "$2")
+    virsh -q -c "$E2E_URI" qemu-agent-command "$(e2e_domname "$1")" "$cmd" >/dev/null
+}

@@ -1,0 +1,39 @@
+#!/bin/bash
+# Scenario 2: overcommit.  Two busy 2-vCPU guests sharing the host's CPUs (vCPU n of each guest
+# pinned to host CPU n: twice as many busy vCPUs as pCPUs): within two intervals of hostd's
+# decision each guest's kernel prefers the decided set, and /status shows the guests'
+# acknowledgements; when one guest is destroyed the other gets its full set back within two
+# intervals.
+. "$(dirname "$0")/../lib.sh"
+interval_ms=1000
+e2e_begin overcommit
+[ "$(nproc)" -ge 2 ] || e2e_fail "needs 2 host CPUs"
+e2e_guest a 2 "corehint.work=busy" n
+e2e_guest b 2 "corehint.work=busy" n
+for g in a b; do
+    e2e_wait_console "$g" "^CH work busy" 120 >/dev/null || e2e_fail "guest $g: workload did not start"
+done
+e2e_start_hostd --interval-ms $interval_ms
+for g in a b; do
+    e2e_until 60 e2e_status_field "$g" 'd["channel"]["hello"]["writable"] or exit(1)' ||
+        e2e_fail "guest $g: corehint-guestd never said hello to hostd"
+done
+for g in a b; do
+    e2e_until 30 e2e_status_field "$g" 'd["decision"]["count"] < 2 or exit(1)' ||
+        e2e_fail "guest $g: hostd never decided to shrink it"
+    t_dec=$SECONDS
+    want=$(e2e_status_field "$g" 'd["decision"]["preferred"]')
+    e2e_log "hostd decided $want for $g"
+    e2e_wait_console "$g" "^CH preferred=$want " $((2 * interval_ms / 1000 + 1)) >/dev/null ||
+        e2e_fail "guest $g did not apply $want within 2 intervals (+1 s console slack)"
+    e2e_log "ok: guest $g applied $want ($((SECONDS - t_dec)) s after the decision was seen)"
+    e2e_expect "guest $g: /status shows its acknowledgement of $want" \
+        e2e_until 5 e2e_status_field "$g" "d['channel']['acked'] and d['channel']['status']['applied'] == '$want' or exit(1)"
+done
+mark=$(e2e_console_mark a)
+e2e_destroy b
+t0=$SECONDS
+e2e_wait_console a "^CH preferred=0-1 " $((2 * interval_ms / 1000 + 2)) "$mark" >/dev/null ||
+    e2e_fail "guest a did not get its full set back within 2 intervals (+2 s for the stop event and console)"
+e2e_log "ok: guest a restored to 0-1 $((SECONDS - t0)) s after b was destroyed"
+e2e_pass

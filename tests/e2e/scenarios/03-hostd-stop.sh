@@ -1,0 +1,63 @@
+#!/bin/bash
+# Scenario 3: hostd stops.  With two contended guests shrunk by hostd, hostd is stopped with
+# SIGTERM: after the lease (3 intervals) both guests report fallback mode on their console and
+# their local governor takes over (no steal clock under TCG, so it grows them back to the full
+# set one core per interval).  hostd restarted: both back in host mode and shrunk again.  Then
+# the same with SIGKILL.
+. "$(dirname "$0")/../lib.sh"
+interval_ms=1000
+lease_s=$((3 * interval_ms / 1000))
+e2e_begin hostd-stop
+e2e_guest a 2 "corehint.work=busy" n
+e2e_guest b 2 "corehint.work=busy" n
+e2e_wait_all_console "^CH work busy" 120 a b
+
+shrunk() {
+    e2e_start_hostd --interval-ms $interval_ms
+    local g
+    for g in a b; do
+        e2e_until 60 e2e_status_field "$g" 'd["guest_mode"] == "host" and d["channel"]["status"]["applied"] == "0" or exit(1)' ||
+            e2e_fail "guest $g: not shrunk to 0 in host mode"
+    done
+    e2e_log "ok: both guests in host mode, preferred 0"
+}
+
+stop_and_fall_back() { # signal
+    local sig=$1 g ma mb t0
+    ma=$(e2e_console_mark a)
+    mb=$(e2e_console_mark b)
+    kill -"$sig" "$E2E_HOSTD_PID"
+    wait "$E2E_HOSTD_PID" 2>/dev/null
+    t0=$SECONDS
+    e2e_log "hostd stopped with SIG$sig"
+    for g in a b; do
+        local m=$ma
+        [ $g = b ] && m=$mb
+        e2e_wait_console "$g" "mode host -> fallback" $((lease_s + 3)) "$m" >/dev/null ||
+            e2e_fail "guest $g did not enter fallback within the lease (+3 s) after SIG$sig"
+        e2e_log "ok: guest $g in fallback $((SECONDS - t0)) s after SIG$sig"
+        e2e_wait_console "$g" "fallback local: grow at steal 0\.00 %" 4 "$m" >/dev/null ||
+            e2e_fail "guest $g: the local governor made no step within an interval (+3 s) of the fallback"
+        # The console reporter is a shell loop in a starved TCG guest: give it time to notice.
+        e2e_wait_console "$g" "^CH preferred=0-1 " 30 "$m" >/dev/null ||
+            e2e_fail "guest $g: the kernel does not prefer 0-1 after the governor's grow step"
+        e2e_log "ok: guest $g: local governor grew it back to 0-1 ($((SECONDS - t0)) s after SIG$sig)"
+    done
+}
+
+back_to_host() {
+    local ma mb
+    ma=$(e2e_console_mark a)
+    mb=$(e2e_console_mark b)
+    shrunk
+    e2e_wait_console a "mode fallback -> host" 10 "$ma" >/dev/null || e2e_fail "guest a: no return to host mode"
+    e2e_wait_console b "mode fallback -> host" 10 "$mb" >/dev/null || e2e_fail "guest b: no return to host mode"
+    e2e_log "ok: both guests back in host mode"
+}
+
+shrunk
+stop_and_fall_back TERM
+back_to_host
+stop_and_fall_back KILL
+back_to_host
+e2e_pass

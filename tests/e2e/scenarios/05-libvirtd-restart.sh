@@ -1,0 +1,23 @@
+#!/bin/bash
+# Scenario 5: libvirtd restarts under a running hostd.  hostd reconnects (a new connection
+# generation in its log) and keeps deciding; the guest keeps getting hints throughout.
+. "$(dirname "$0")/../lib.sh"
+e2e_begin libvirtd-restart
+e2e_guest a 2 "corehint.work=idle"
+e2e_wait_all_console "^CH guestd start" 120 a
+e2e_start_hostd --interval-ms 1000
+e2e_expect "guest a acknowledges hints" \
+    e2e_until 60 e2e_status_field a 'd["channel"]["status"]["seq"] >= 2 or exit(1)'
+libvirt_env_restart_libvirtd || e2e_fail "could not restart libvirtd (this test restarts only a libvirtd it started)"
+e2e_log "libvirtd restarted"
+e2e_expect "hostd reconnected (connection generation 2)" \
+    e2e_until 60 grep -q "connected to qemu:///system (generation 2)" "$E2E_DIR/hostd.log"
+d0=$(e2e_status | python3 -c 'import json,sys; print(json.load(sys.stdin)["daemon"]["decisions"])')
+s0=$(e2e_status_field a 'd["channel"]["status"]["seq"]')
+sleep 5
+d1=$(e2e_status | python3 -c 'import json,sys; print(json.load(sys.stdin)["daemon"]["decisions"])')
+s1=$(e2e_status_field a 'd["channel"]["status"]["seq"]')
+e2e_expect "hostd keeps deciding after the restart (decisions $d0 -> $d1)" test $((d1 - d0)) -ge 3
+e2e_expect "guest a keeps acknowledging hints (seq $s0 -> $s1)" test $((s1 - s0)) -ge 3
+e2e_expect "guest a still known to hostd" e2e_status_field a 'd["decision"]["preferred"]'
+e2e_pass
