@@ -11,6 +11,7 @@
 #   COREHINT_DOMAIN_TYPE  qemu (default; TCG) or kvm
 #   COREHINT_KERNEL_DIR   a kernel-patch/build output directory to use instead of building
 #   COREHINT_E2E_KEEP     set: keep the run directory (consoles, hostd log) after a pass
+#   COREHINT_CHBENCH      the chbench binary: the guest image then carries the benchmark tools
 set -uo pipefail
 
 E2E_SRC=${COREHINT_SRC:?COREHINT_SRC not set}
@@ -90,7 +91,10 @@ e2e_begin() {
     fi
     E2E_KERNEL=$kdir/bzImage
     [ -r "$E2E_KERNEL" ] || { echo "e2e: no $E2E_KERNEL" >&2; exit 1; }
-    E2E_INITRD=$("$E2E_SRC/tests/e2e/mkguest" "$COREHINT_GUESTD") || { echo "e2e: mkguest failed" >&2; exit 1; }
+    local extra=()
+    [ -n "${COREHINT_CHBENCH:-}" ] && extra=("$COREHINT_CHBENCH" "$kdir/steal_governor.ko")
+    E2E_INITRD=$("$E2E_SRC/tests/e2e/mkguest" "$COREHINT_GUESTD" "${extra[@]}") ||
+        { echo "e2e: mkguest failed" >&2; exit 1; }
     # qemu (user libvirt-qemu) reads the kernel: make its directory chain traversable.
     chmod o+rx "$kdir" && chmod o+r "$E2E_KERNEL"
     e2e_log "kernel $E2E_KERNEL initrd $E2E_INITRD dir $E2E_DIR"
