@@ -222,7 +222,7 @@ json_object *act_channel_json(const struct act_vm *v)
     json_object_object_add(o, "hints", json_object_new_uint64(v->hints));
     json_object_object_add(o, "seq", json_object_new_uint64(ch->seq));
     json_object_object_add(o, "acked", json_object_new_boolean(ch->acked));
-    json_object_object_add(o, "silent", json_object_new_boolean(ch->last_rx_ns == 0));
+    json_object_object_add(o, "silent", json_object_new_boolean(chan_silent(ch, chan_now_ns())));
     if (ch->last_rx_ns)
         json_object_object_add(o, "last_rx_age_ms",
                                json_object_new_uint64((chan_now_ns() - ch->last_rx_ns) / 1000000u));

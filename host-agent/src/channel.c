@@ -94,9 +94,18 @@ int chan_send_hint(struct channel *ch, const ch_cpuset *cpus, uint32_t lease_ms,
         return rc;
     ch->seq++;
     ch->seq_sent_ns = chan_now_ns();
+    ch->lease_ms = lease_ms;
     ch->acked = false;
     ch->error_sent = false;
     return 0;
+}
+
+bool chan_silent(const struct channel *ch, uint64_t now_ns)
+{
+    /* A live guest acknowledges every hint; nothing valid for a whole lease means nobody is
+     * applying them (the helper died, hung, or was never there). */
+    return ch->last_rx_ns == 0 ||
+           (ch->lease_ms && now_ns - ch->last_rx_ns > (uint64_t)ch->lease_ms * 1000000u);
 }
 
 static void send_hello(struct channel *ch)

@@ -62,6 +62,7 @@ struct channel {
     struct ch_status status; /* its latest status */
     struct ch_error error;   /* its latest error */
     uint64_t last_rx_ns;     /* CLOCK_MONOTONIC of the last valid guest message, 0 never */
+    uint32_t lease_ms;       /* lease of the last hint sent, 0 before the first */
     struct chan_counters c;
     chan_ack_fn on_ack;
     void *ctx;
@@ -77,5 +78,7 @@ int chan_send_hint(struct channel *ch, const ch_cpuset *cpus, uint32_t lease_ms,
                    const char *reason);
 const char *chan_state_name(enum chan_state s);
 uint64_t chan_now_ns(void);
+/* Silent: no valid guest message ever, or none for longer than the last hint's lease. */
+bool chan_silent(const struct channel *ch, uint64_t now_ns);
 
 #endif

@@ -272,9 +272,15 @@ static void compliance(struct work *w, const struct hd_config *cfg)
     struct pol_decision *o = w->out;
     bool violation = false;
 
-    /* The interval right after a new hint is the guest's time to apply it. */
-    if (!p || !w->prev_valid || p->age < 1 || !w->d->measured || o->count >= o->nvcpu)
+    if (!p || !w->prev_valid || !w->d->measured || o->count >= o->nvcpu)
         return;
+    /* The interval right after a new hint is the guest's time to apply it; a VM still
+     * constrained keeps its record, so changing sets do not wipe a violation streak. */
+    if (p->age < 1) {
+        o->violations = p->violations;
+        o->non_compliant = p->non_compliant;
+        return;
+    }
     for (unsigned i = 0; i < w->d->nvcpu; i++)
         if (!ch_cpuset_test(&p->preferred, w->d->vcpu[i].id) &&
             w->d->vcpu[i].run > cfg->compliance_run)

@@ -516,6 +516,11 @@ TEST(non_compliance_is_marked)
     CHECK(b.dec[0].non_compliant);
     CHECK(!b.dec[1].non_compliant);
     CHECK_INT(b.dec[1].violations, 0);
+    /* a new hint (the set changes) does not wipe the record during its grace interval */
+    b.dec[0].age = 0;
+    step(&b);
+    CHECK(b.dec[0].non_compliant);
+    CHECK_INT(b.dec[0].violations, 3);
     /* it complies: the mark goes */
     b.m.dom[0].vcpu[1].run = 0.01;
     step(&b);

@@ -37,6 +37,8 @@ tcg_cleanup() {
         kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
     done
     if [ $TCG_DEFINED -eq 1 ]; then
+        # Another test sharing libvirtd may have stopped it meanwhile: bring it back to clean up.
+        virsh -q -c qemu:///system uri >/dev/null 2>&1 || libvirt_env_up
         virsh -q -c qemu:///system destroy "$TCG_NAME" >/dev/null 2>&1
         virsh -q -c qemu:///system undefine "$TCG_NAME" >/dev/null 2>&1
     fi
@@ -149,10 +151,19 @@ XML
 }
 
 tcg_wait_console() { # regex seconds
-    local i
-    for ((i = 0; i < $2 * 10; i++)); do
+    local deadline=$((SECONDS + $2))
+    while [ $SECONDS -lt $deadline ]; do
         grep -qE -- "$1" "$TCG_DIR/console.log" 2>/dev/null && return 0
-        sleep 0.1
+        sleep 0.2
     done
     return 1
+}
+
+# Pin both vCPUs to host CPU 0 once the guest is up: booting pinned is slow on a loaded host.
+tcg_pin_both_to_cpu0() {
+    local v
+    for v in 0 1; do
+        virsh -q -c qemu:///system vcpupin "$TCG_NAME" $v 0 --live >/dev/null ||
+            tcg_fail "virsh vcpupin $v"
+    done
 }
