@@ -5,7 +5,7 @@
 # without a live decider for longer than the restart.
 . "$(dirname "$0")/../lib.sh"
 e2e_begin guestd-killed
-e2e_guest a 2 "corehint.work=busy corehint.respawn=4" n
+e2e_guest a 2 "corehint.work=busy corehint.respawn=6" n
 e2e_guest b 2 "corehint.work=busy" n
 e2e_wait_all_console "^CH work busy" 120 a b
 e2e_start_hostd --interval-ms 1000
@@ -18,7 +18,7 @@ e2e_wait_console a "^CH guestd exit rc=137" 15 "$mark" >/dev/null || e2e_fail "g
 t0=$SECONDS
 e2e_log "guestd killed in a"
 e2e_expect "hostd reports guest a as silent while its helper is dead" \
-    e2e_until 4 e2e_status_field a 'd["channel"]["silent"] or exit(1)'
+    e2e_until 6 e2e_status_field a 'd["channel"]["silent"] or exit(1)'
 e2e_wait_console a "^CH guestd start" 15 "$((mark + 1))" >/dev/null || e2e_fail "init did not restart guestd"
 e2e_expect "the new helper re-applies hostd's decision and acknowledges it" \
     e2e_until 30 e2e_status_field a 'not d["channel"]["silent"] and d["channel"]["status"]["applied"] == d["decision"]["preferred"] or exit(1)'
