@@ -36,8 +36,9 @@ stop_and_fall_back() { # signal
         e2e_wait_console "$g" "mode host -> fallback" $((lease_s + 3)) "$m" >/dev/null ||
             e2e_fail "guest $g did not enter fallback within the lease (+3 s) after SIG$sig"
         e2e_log "ok: guest $g in fallback $((SECONDS - t0)) s after SIG$sig"
-        e2e_wait_console "$g" "fallback local: grow at steal 0\.00 %" 4 "$m" >/dev/null ||
-            e2e_fail "guest $g: the local governor made no step within an interval (+3 s) of the fallback"
+        # its first step needs two /proc/stat samples: up to two intervals after the fallback
+        e2e_wait_console "$g" "fallback local: grow at steal 0\.00 %" $((2 * interval_ms / 1000 + 3)) "$m" >/dev/null ||
+            e2e_fail "guest $g: the local governor made no step within two intervals (+3 s) of the fallback"
         # The console reporter is a shell loop in a starved TCG guest: give it time to notice.
         e2e_wait_console "$g" "^CH preferred=0-1 " 30 "$m" >/dev/null ||
             e2e_fail "guest $g: the kernel does not prefer 0-1 after the governor's grow step"
