@@ -219,7 +219,8 @@ sys.exit(1)' "$name" "$2"
 # e2e_start_hostd ARGS...: start hostd with an ephemeral HTTP port and wait until it serves.
 e2e_start_hostd() {
     local mark
-    mark=$(wc -l <"$E2E_DIR/hostd.log" 2>/dev/null || echo 0)
+    mark=0
+    [ -f "$E2E_DIR/hostd.log" ] && mark=$(wc -l <"$E2E_DIR/hostd.log")
     e2e_hostd --metrics-listen 127.0.0.1:0 "$@"
     E2E_HOSTD_HTTP=$(e2e_hostd_port "$mark") || e2e_fail "hostd did not start its HTTP server"
     e2e_log "hostd serving on 127.0.0.1:$E2E_HOSTD_HTTP"
