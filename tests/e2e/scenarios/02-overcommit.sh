@@ -30,6 +30,8 @@ for g in a b; do
     e2e_expect "guest $g: /status shows its acknowledgement of $want" \
         e2e_until 5 e2e_status_field "$g" "d['channel']['acked'] and d['channel']['status']['applied'] == '$want' or exit(1)"
 done
+e2e_log "hint sent -> status (applied, read back) received, through qemu into the guests: $(e2e_status |
+    python3 -c 'import json,sys; d=json.load(sys.stdin)["daemon"]; print("p50 %.1f ms, p99 %.1f ms over %d acks" % (d["hint_ack_p50_ns"]/1e6, d["hint_ack_p99_ns"]/1e6, d["hint_acks"]))')"
 mark=$(e2e_console_mark a)
 e2e_destroy b
 t0=$SECONDS
