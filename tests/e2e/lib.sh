@@ -82,6 +82,11 @@ e2e_begin() {
     E2E_DIR=$(mktemp -d "/var/lib/corehint-test/run/$E2E_NAME.XXXXXX")
     chmod 755 "$E2E_DIR"
     chown libvirt-qemu "$E2E_DIR" 2>/dev/null || true
+    # One hostd per host: another one would hold the guests' channel sockets (qemu accepts a
+    # single client per chardev) and every scenario would fail for a reason it cannot show.
+    local other
+    other=$(pgrep -x corehint-hostd | tr '\n' ' ')
+    [ -z "$other" ] || { echo "e2e: another corehint-hostd is running (pid $other); stop it first" >&2; exit 1; }
     trap e2e_cleanup EXIT
     trap 'exit 130' INT TERM
     libvirt_env_up || exit 1
