@@ -155,9 +155,15 @@ e2e_wait_console() {
 # Number of console lines so far, to wait for something newer than now.
 e2e_console_mark() { wc -l <"$E2E_DIR/$1.log" 2>/dev/null || echo 0; }
 
+# e2e_preferred_sets SHORTNAME [FROM_LINE]: every preferred set the guest printed, in order.
+e2e_preferred_sets() {
+    tail -n +"${2:-1}" "$E2E_DIR/$1.log" | tr -d '\r' | grep -E '^CH preferred=' |
+        sed -E 's/^CH preferred=([^ ]*).*/\1/'
+}
+
 # The guest's latest reported preferred set.
 e2e_preferred() {
-    tr -d '\r' <"$E2E_DIR/$1.log" | grep -E '^CH preferred=' | tail -n 1 | sed -E 's/^CH preferred=([^ ]*).*/\1/'
+    e2e_preferred_sets "$1" | tail -n 1
 }
 
 # e2e_hostd ARGS...: start corehint-hostd in the background, logging to hostd.log.

@@ -5,9 +5,7 @@
 e2e_begin idle
 e2e_guest a 2 "corehint.work=idle"
 e2e_guest b 2 "corehint.work=idle"
-for g in a b; do
-    e2e_wait_console "$g" "^CH guestd start" 120 >/dev/null || e2e_fail "guest $g: no corehint-guestd"
-done
+e2e_wait_all_console "^CH guestd start" 120 a b
 # Booting TCG guests keep the host's CPUs busy: that is real contention, and hostd would
 # rightly act on it.  This scenario is about an idle host, so it starts when the boot is over.
 e2e_wait_idle a 60
@@ -27,7 +25,7 @@ for g in a b; do
         e2e_status_field "$g" 'd["channel"]["status"]["applied"] == "0-1" or exit(1)'
     mark=$mark_a
     [ $g = b ] && mark=$mark_b
-    sets=$(tail -n +"$mark" "$E2E_DIR/$g.log" | tr -d '\r' | grep -E '^CH preferred=' | sed -E 's/^CH preferred=([^ ]*).*/\1/' | sort -u)
+    sets=$(e2e_preferred_sets "$g" "$mark" | sort -u)
     # Nothing at all printed since hostd started means nothing changed: the set is the boot one.
     e2e_expect "guest $g printed no other set since hostd started (saw: $(echo $sets))" \
         test -z "$sets" -o "$sets" = "0-1"
