@@ -233,6 +233,8 @@ json_object *act_channel_json(const struct act_vm *v)
     json_object_object_add(o, "oversized", json_object_new_uint64(ch->c.oversized));
     json_object_object_add(o, "errors_in", json_object_new_uint64(ch->c.errors_in));
     json_object_object_add(o, "connects", json_object_new_uint64(ch->c.connects));
+    if (ch->connect_error[0])
+        json_object_object_add(o, "connect_error", json_object_new_string(ch->connect_error));
     if (ch->has_hello) {
         json_object *h = json_object_new_object();
         json_object_object_add(h, "agent", json_object_new_string(ch->hello.agent));

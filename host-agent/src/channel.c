@@ -46,10 +46,18 @@ static void close_and_retry(struct channel *ch, const char *why)
 {
     struct timeval tv = {ch->backoff_ms / 1000, (long)(ch->backoff_ms % 1000) * 1000};
 
-    if (ch->state == CHAN_UP)
+    if (ch->state == CHAN_UP) {
         log_msg(LOG_LVL_INFO, "%s: channel %s closed: %s", ch->name, ch->path, why);
-    else
+    } else if (strcmp(ch->connect_error, why) != 0) {
+        /* Each new reason once; the retries behind it only at debug level. */
+        bool refused = strcmp(why, strerror(ECONNREFUSED)) == 0;
+        log_msg(LOG_LVL_WARN, "%s: cannot connect to %s: %s%s", ch->name, ch->path, why,
+                refused ? " (qemu's chardev takes one client: is another program connected?)"
+                        : "");
+        snprintf(ch->connect_error, sizeof(ch->connect_error), "%s", why);
+    } else {
         log_msg(LOG_LVL_DEBUG, "%s: cannot connect to %s: %s", ch->name, ch->path, why);
+    }
     if (ch->bev) {
         bufferevent_free(ch->bev);
         ch->bev = NULL;
@@ -204,6 +212,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     if (what & BEV_EVENT_CONNECTED) {
         log_msg(LOG_LVL_INFO, "%s: channel %s connected", ch->name, ch->path);
         ch->state = CHAN_UP;
+        ch->connect_error[0] = '\0';
         ch->backoff_ms = BACKOFF_MIN_MS;
         ch->has_hello = false;
         ch->c.connects++;

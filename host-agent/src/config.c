@@ -54,6 +54,8 @@ static const struct knob knobs[] = {
     KS("metrics_listen", metrics_listen, "ADDR:PORT of /metrics and /status, \"\" = off"),
     KS("channel_dir", channel_dir, "replay only: channel sockets are DIR/NAME.sock"),
     KS("connect", uri, "libvirt URI"),
+    KS("user", user, "after start-up run as this user (\"\" = stay as started)"),
+    KS("groups", groups, "extra groups for user, e.g. libvirt,libvirt-qemu"),
 };
 
 const char *cfg_actuator_name(enum cfg_actuator a)
@@ -212,6 +214,10 @@ int cfg_check(const struct hd_config *c, char *err, size_t errlen)
 {
     if (c->record[0] && c->replay[0]) {
         snprintf(err, errlen, "--record and --replay exclude each other");
+        return -EINVAL;
+    }
+    if (c->groups[0] && !c->user[0]) {
+        snprintf(err, errlen, "groups needs user: name the user to switch to");
         return -EINVAL;
     }
     if (c->channel_dir[0] && !c->replay[0]) {

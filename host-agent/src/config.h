@@ -48,6 +48,8 @@ struct hd_config {
     char channel_dir[256]; /* replay: channel sockets are DIR/<name>.sock */
     /* process */
     char uri[256];
+    char user[64];    /* switch to this user after start-up; "" = stay */
+    char groups[256]; /* extra supplementary groups for user, comma or blank separated */
     char record[256];
     char replay[256];
     bool once;

@@ -23,6 +23,7 @@
 #include "engine.h"
 #include "http.h"
 #include "notify.h"
+#include "privdrop.h"
 #include "record.h"
 #include "vevent.h"
 
@@ -35,6 +36,7 @@ struct hostd {
     struct actuator act;
     struct enforcer enf;
     struct http_srv *http;
+    struct privdrop priv;
     bool delivering; /* live daemon or paced replay: channels and HTTP are up */
     bool replay_done;
     bool ready; /* READY=1 sent */
@@ -57,6 +59,7 @@ static void usage(FILE *out)
         "usage: corehint-hostd [-c FILE] [--connect URI] [--interval-ms N] [--once]\n"
         "                      [--dry-run] [--record F | --replay F] [--foreground]\n"
         "                      [--metrics-listen ADDR:PORT] [--channel-dir D] [--replay-realtime]\n"
+        "                      [--user NAME [--groups G,...]]\n"
         "                      [--dump-config] [-v] [--help] [--version]\n"
         "\n"
         "  -c, --config FILE   configuration file (default " CFG_DEFAULT_FILE ")\n"
@@ -72,6 +75,10 @@ static void usage(FILE *out)
         "      --channel-dir D replay: the channel of domain NAME is D/NAME.sock\n"
         "      --metrics-listen ADDR:PORT  /metrics and /status (default " CFG_DEFAULT_LISTEN ";\n"
         "                      \"\" turns HTTP off; port 0 picks a free port)\n"
+        "      --user NAME     after start-up (listener bound, record file open) switch to\n"
+        "                      user NAME, before connecting to libvirt; needs root\n"
+        "      --groups G,...  extra supplementary groups for --user (e.g. libvirt,libvirt-qemu:\n"
+        "                      the libvirt socket and qemu's channel sockets)\n"
         "      --foreground    do not detach; log to stderr\n"
         "      --dump-config   print the configuration in force and exit\n"
         "  -v, --verbose       more logging (twice: debug)\n");
@@ -91,6 +98,8 @@ enum {
     OPT_LISTEN,
     OPT_CHANDIR,
     OPT_REALTIME,
+    OPT_USER,
+    OPT_GROUPS,
 };
 
 static const struct option options[] = {
@@ -109,6 +118,8 @@ static const struct option options[] = {
     {"metrics-listen", required_argument, NULL, OPT_LISTEN},
     {"channel-dir", required_argument, NULL, OPT_CHANDIR},
     {"replay-realtime", no_argument, NULL, OPT_REALTIME},
+    {"user", required_argument, NULL, OPT_USER},
+    {"groups", required_argument, NULL, OPT_GROUPS},
     {NULL, 0, NULL, 0},
 };
 
@@ -174,6 +185,12 @@ static int configure(struct hostd *h, int argc, char **argv, bool *dump)
         case OPT_REALTIME:
             h->cfg.replay_realtime = true;
             break;
+        case OPT_USER:
+            rc = cfg_set(&h->cfg, "user", optarg, err, sizeof(err));
+            break;
+        case OPT_GROUPS:
+            rc = cfg_set(&h->cfg, "groups", optarg, err, sizeof(err));
+            break;
         case OPT_FG:
             h->cfg.foreground = true;
             break;
@@ -189,6 +206,8 @@ static int configure(struct hostd *h, int argc, char **argv, bool *dump)
     }
     if (rc == 0)
         rc = cfg_check(&h->cfg, err, sizeof(err));
+    if (rc == 0)
+        rc = priv_resolve(&h->priv, h->cfg.user, h->cfg.groups, err, sizeof(err));
     if (rc < 0) {
         fprintf(stderr, "corehint-hostd: %s\n", err);
         return 2;
@@ -378,6 +397,16 @@ static int start(struct hostd *h)
     if (h->delivering && h->cfg.metrics_listen[0] &&
         !(h->http = http_start(h->base, h->cfg.metrics_listen, &h->eng, &h->act, &h->enf, &h->cfg)))
         return -EADDRNOTAVAIL;
+    /* Everything that may need root is done: give it up before the first libvirt call. */
+    if (priv_apply(&h->priv, err, sizeof(err)) < 0) {
+        log_msg(LOG_LVL_ERR, "%s", err);
+        return -EPERM;
+    }
+    if (h->priv.active) {
+        char who[512];
+        priv_describe(&h->priv, who, sizeof(who));
+        log_msg(LOG_LVL_INFO, "running as %s", who);
+    }
     if (h->cfg.replay[0]) {
         if (!(h->replay = rec_open(h->cfg.replay, err, sizeof(err)))) {
             log_msg(LOG_LVL_ERR, "%s", err);
@@ -391,9 +420,17 @@ static int start(struct hostd *h)
         if (vev_register(h->base) < 0 || !(h->col = col_new(local ? "/proc" : "")) ||
             !(h->conn = conn_new(h->base, h->cfg.uri, on_conn, h)))
             return -ENOMEM;
-        if (conn_open(h->conn) < 0 && h->cfg.once) {
-            log_msg(LOG_LVL_ERR, "cannot connect to %s: %s", h->cfg.uri, conn_error());
-            return -ENOTCONN;
+        if (conn_open(h->conn) < 0) {
+            if (h->priv.active)
+                log_msg(LOG_LVL_WARN,
+                        "user %s cannot reach %s: give it access to the libvirt socket "
+                        "(group libvirt with libvirt's polkit rule, or unix_sock_group and "
+                        "auth_unix_rw in libvirtd.conf; see corehint-hostd(8))",
+                        h->priv.user, h->cfg.uri);
+            if (h->cfg.once) {
+                log_msg(LOG_LVL_ERR, "cannot connect to %s: %s", h->cfg.uri, conn_error());
+                return -ENOTCONN;
+            }
         }
     }
     if (!(h->tick = evtimer_new(h->base, on_tick, h)))

@@ -237,6 +237,19 @@ e2e_start_hostd() {
     e2e_log "hostd serving on 127.0.0.1:$E2E_HOSTD_HTTP"
 }
 
+# e2e_unprivileged PID USER: the process runs as USER (real, effective, saved, fs uid), holds
+# no capability and cannot gain one (no_new_privs).
+e2e_unprivileged() {
+    local uid
+    uid=$(id -u "$2") || return 1
+    awk -v uid="$uid" '
+        /^Uid:/ { for (i = 2; i <= 5; i++) if ($i != uid) bad = bad " uid " $i }
+        /^Cap(Inh|Prm|Eff|Amb):/ { if ($2 !~ /^0+$/) bad = bad " " $1 $2 }
+        /^NoNewPrivs:/ { nnp = $2 }
+        END { if (bad != "" || nnp != 1) { print "pid status:" bad " NoNewPrivs " nnp > "/dev/stderr"; exit 1 } }
+    ' "/proc/$1/status"
+}
+
 # e2e_until TIMEOUT_S COMMAND...: retry COMMAND every 0.2 s until it succeeds.
 e2e_until() {
     local end=$((SECONDS + $1))

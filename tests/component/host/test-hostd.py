@@ -205,6 +205,12 @@ def cli():
         run(["-c", conf, "--interval-ms", "5", "--dump-config"], rc=2)
     p = run(["--connect", "test:///nonexistent-driver-xyz", "--once"], rc=1)
     check("cannot connect" in p.stderr, p.stderr)
+    p = run(["--user", "no-such-user-xyz", "--dump-config"], rc=2)
+    check('user "no-such-user-xyz" not found' in p.stderr, p.stderr)
+    p = run(["--user", "nobody", "--groups", "root,no-such-group-xyz", "--dump-config"], rc=2)
+    check('group "no-such-group-xyz" not found' in p.stderr, p.stderr)
+    p = run(["--groups", "root", "--dump-config"], rc=2)
+    check("groups needs user" in p.stderr, p.stderr)
 
 
 @case
@@ -337,7 +343,7 @@ class FakeGuest:
 class Delivering:
     """hostd replaying a trace of the named VMs in real time, with fake guests."""
 
-    def __init__(self, names, behaviours, interval_ms, samples=8, extra=()):
+    def __init__(self, names, behaviours, interval_ms, samples=8, extra=(), prepare=None):
         self.dir = tempfile.mkdtemp(prefix="hostd-chan-")
         os.chmod(self.dir, 0o755)
         self.guests = {}
@@ -353,6 +359,8 @@ class Delivering:
             f.write("\n".join(t.lines) + "\n")
         self.interval = interval_ms / 1000.0
         self.log = open(os.path.join(self.dir, "hostd.log"), "w+")
+        if prepare:
+            prepare(self)
         self.p = subprocess.Popen(argv(["--replay", self.trace, "--replay-realtime",
                                         "--interval-ms", str(interval_ms), "--channel-dir",
                                         self.dir, "--metrics-listen", "127.0.0.1:0", "-v"]
@@ -530,6 +538,87 @@ def channel_dry_run_sends_nothing():
         check("dry-run: vm: preferred" in d.log_text(), "decisions logged")
 
     with_delivery(["vm"], {}, iv, body, extra=["--dry-run"])
+
+
+def proc_status(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return dict(l.rstrip("\n").split(":\t", 1) for l in f if ":\t" in l)
+
+
+@case
+def privilege_drop():
+    """Started as root with --user nobody --groups libvirt-qemu: after start-up hostd holds
+    no root id and no capability, reaches a channel socket through the extra group only, and
+    reports the one it may not open."""
+    import grp
+    import pwd
+    check(os.geteuid() == 0, "this case needs root (it switches users); run the suite as root")
+    iv = 200 if SLOW == 1 else 1000
+    nobody = pwd.getpwnam("nobody")
+    gid = grp.getgrnam("libvirt-qemu").gr_gid
+
+    def prepare(d):
+        # like qemu's channel directory: the group may enter, the world may not
+        os.chown(d.dir, 0, gid)
+        os.chmod(d.dir, 0o750)
+        os.chown(d.trace, 0, gid)
+        os.chmod(d.trace, 0o640)
+        os.chown(d.guests["vm"].path, 0, gid)
+        os.chmod(d.guests["vm"].path, 0o770)
+        os.chmod(d.guests["locked"].path, 0o700)
+
+    def body(d):
+        wait_for(lambda: len(d.guests["vm"].msgs("hint")) >= 3, 30, "3 hints through the group")
+        st = proc_status(d.p.pid)
+        check(st["Uid"].split() == [str(nobody.pw_uid)] * 4, "uid: " + st["Uid"])
+        check(st["Gid"].split() == [str(nobody.pw_gid)] * 4, "gid: " + st["Gid"])
+        groups = st["Groups"].split()
+        check(str(gid) in groups and "0" not in groups, "groups: " + st["Groups"])
+        for c in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
+            check(int(st[c], 16) == 0, "%s %s" % (c, st[c]))
+        check(st["NoNewPrivs"] == "1", "no_new_privs: " + st["NoNewPrivs"])
+        log = d.log_text()
+        check("running as uid=%d(nobody)" % nobody.pw_uid in log, log[-2000:])
+        s = d.status()
+        check(dom_status(s, "vm")["channel"]["state"] == "up", dom_status(s, "vm"))
+        locked = dom_status(s, "locked")["channel"]
+        check(locked["state"] != "up" and locked["connects"] == 0, locked)
+        check(locked.get("connect_error") == "Permission denied", locked)
+        check(re.search(r"locked.*[Pp]ermission denied", log), "the refused channel is logged")
+        check(not d.guests["locked"].lines, "nothing reached the locked socket")
+
+    with_delivery(["vm", "locked"], {}, iv, body, prepare=prepare,
+                  extra=["--user", "nobody", "--groups", "libvirt-qemu"])
+
+
+@case
+def unit_and_sysusers():
+    """The unit as built verifies, starts hostd with the switch to user corehint, keeps only
+    the capabilities the switch needs; the sysusers.d file creates that user in both groups."""
+    unit, sysusers = os.environ["HOSTD_UNIT"], os.environ["HOSTD_SYSUSERS"]
+    text = open(unit).read()
+    execs = [l for l in text.splitlines() if l.startswith("ExecStart=")]
+    check(len(execs) == 1 and execs[0].endswith(
+        "corehint-hostd --foreground --user corehint --groups libvirt,libvirt-qemu"), execs)
+    check("CapabilityBoundingSet=CAP_SETUID CAP_SETGID\n" in text, "bounding set")
+    check("~@privileged" not in text, "@privileged would forbid setresuid")
+    with tempfile.TemporaryDirectory() as d:
+        copy = os.path.join(d, "corehint-hostd.service")
+        write(copy, re.sub(r"^ExecStart=\S+", "ExecStart=" + os.path.abspath(HOSTD), text,
+                           flags=re.M))
+        p = subprocess.run(["systemd-analyze", "verify", "--man=no", copy], capture_output=True,
+                           text=True)
+        check(p.returncode == 0 and not p.stderr.strip(), "systemd-analyze: " + p.stderr)
+        os.mkdir(os.path.join(d, "etc"))
+        p = subprocess.run(["systemd-sysusers", "--root", d, sysusers], capture_output=True,
+                           text=True)
+        check(p.returncode == 0, "systemd-sysusers: " + p.stderr)
+        passwd = open(os.path.join(d, "etc/passwd")).read()
+        group = open(os.path.join(d, "etc/group")).read()
+        check(re.search(r"^corehint:x:\d+:\d+:.*:/usr/sbin/nologin$", passwd, re.M), passwd)
+        for g in ("libvirt", "libvirt-qemu"):
+            check(re.search(r"^%s:x:\d+:(.*,)?corehint(,.*)?$" % g, group, re.M),
+                  "corehint in %s: %s" % (g, group))
 
 
 @case

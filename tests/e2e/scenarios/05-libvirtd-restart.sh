@@ -1,11 +1,15 @@
 #!/bin/bash
-# Scenario 5: libvirtd restarts under a running hostd.  hostd reconnects (a new connection
-# generation in its log) and keeps deciding; the guest keeps getting hints throughout.
+# Scenario 5: libvirtd restarts under a running, unprivileged hostd.  hostd starts as root and
+# switches to user nobody with the groups libvirt (the read-write libvirt socket, see
+# tests/lib/libvirt-env) and libvirt-qemu (qemu's channel socket); it reconnects as nobody
+# (a new connection generation in its log) and keeps deciding; the guest keeps getting hints
+# throughout.
 . "$(dirname "$0")/../lib.sh"
 e2e_begin libvirtd-restart
 e2e_guest a 2 "corehint.work=idle"
 e2e_wait_all_console "^CH guestd start" 120 a
-e2e_start_hostd --interval-ms 1000
+e2e_start_hostd --interval-ms 1000 --user nobody --groups libvirt,libvirt-qemu
+e2e_expect "hostd runs as nobody without any capability" e2e_unprivileged "$E2E_HOSTD_PID" nobody
 e2e_expect "guest a acknowledges hints" \
     e2e_until 60 e2e_status_field a 'd["channel"]["status"]["seq"] >= 2 or exit(1)'
 libvirt_env_restart_libvirtd || e2e_fail "could not restart libvirtd (this test restarts only a libvirtd it started)"
