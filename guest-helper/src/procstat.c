@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "procstat.h"
 
+#include "corehint/file.h"
+
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* /proc/stat of an 8192-CPU guest stays below 1 MiB in its cpu lines; the rest is skipped. */
 #define PROCSTAT_MAX (2u << 20)
@@ -54,8 +54,11 @@ static int parse_cpu_line(const char *s, const char *end, struct cpustat *out)
     if (n < 4 || ch_cpuset_test(&out->present, (unsigned)id))
         return -EINVAL;
     uint64_t total = 0;
-    for (unsigned i = 0; i <= FIELD_STEAL && i < n; i++)
+    for (unsigned i = 0; i <= FIELD_STEAL && i < n; i++) {
+        if (f[i] > UINT64_MAX - total) /* no kernel counts that far: not a /proc/stat */
+            return -EINVAL;
         total += f[i];
+    }
     ch_cpuset_set(&out->present, (unsigned)id);
     out->total[id] = total;
     out->steal[id] = f[FIELD_STEAL];
@@ -82,44 +85,14 @@ int procstat_parse(const char *text, size_t len, struct cpustat *out)
 
 int procstat_read(const char *path, struct cpustat *out)
 {
-    size_t cap = 64u << 10, len = 0;
-    char *buf = malloc(cap);
-    int fd = -1, rc;
+    char *buf;
+    size_t len;
+    /* Longer than PROCSTAT_MAX is fine: the cpu lines are at the top, the rest is skipped. */
+    int rc = ch_read_file(path, PROCSTAT_MAX, &buf, &len);
 
-    if (!buf)
-        return -ENOMEM;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        rc = -errno;
-        goto cleanup;
-    }
-    for (;;) {
-        if (len == cap) {
-            if (cap >= PROCSTAT_MAX)
-                break; /* the cpu lines are at the top; the rest does not matter */
-            char *n = realloc(buf, cap * 2);
-            if (!n) {
-                rc = -ENOMEM;
-                goto cleanup;
-            }
-            buf = n;
-            cap *= 2;
-        }
-        ssize_t r = read(fd, buf + len, cap - len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            rc = -errno;
-            goto cleanup;
-        }
-        if (r == 0)
-            break;
-        len += (size_t)r;
-    }
+    if (rc < 0)
+        return rc;
     rc = procstat_parse(buf, len, out);
-cleanup:
-    if (fd >= 0)
-        close(fd);
     free(buf);
     return rc;
 }

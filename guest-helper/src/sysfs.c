@@ -4,9 +4,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "corehint/file.h"
 
 static int join(char *dst, const char *root, const char *rel)
 {
@@ -26,47 +29,19 @@ int sysfs_init(struct sysfs *s, const char *sysfs_root, const char *proc_root)
     return 0;
 }
 
-/* Read a small file whole into buf (NUL-terminated); returns its length or -errno. */
-static int read_small(const char *path, char *buf, size_t size)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    size_t len = 0;
-    int rc;
-
-    if (fd < 0)
-        return -errno;
-    for (;;) {
-        if (len + 1 >= size) {
-            rc = -EFBIG;
-            goto cleanup;
-        }
-        ssize_t r = read(fd, buf + len, size - 1 - len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            rc = -errno;
-            goto cleanup;
-        }
-        if (r == 0)
-            break;
-        len += (size_t)r;
-    }
-    buf[len] = '\0';
-    rc = (int)len;
-cleanup:
-    close(fd);
-    return rc;
-}
-
 static int read_cpulist(const char *path, ch_cpuset *out)
 {
-    char buf[CH_CPULIST_MAX_LEN + 2];
-    int n = read_small(path, buf, sizeof(buf));
+    char *buf;
+    size_t len;
+    int rc = ch_read_file(path, CH_CPULIST_MAX_LEN + 1, &buf, &len);
 
     ch_cpuset_zero(out);
-    if (n < 0)
-        return n;
-    return ch_cpulist_parse_sysfs(buf, (size_t)n, out);
+    if (rc == 0)
+        rc = ch_cpulist_parse_sysfs(buf, len, out);
+    else if (rc > 0)
+        rc = -EFBIG;
+    free(buf);
+    return rc;
 }
 
 bool sysfs_supported(const struct sysfs *s)

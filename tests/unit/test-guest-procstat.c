@@ -59,6 +59,8 @@ TEST(rejects_malformed)
         "cpu0 1 2 3 4\ncpu0 1 2 3 4\n",      /* duplicate */
         "cpu8192 1 2 3 4\n",                 /* id too large */
         "cpu0 99999999999999999999 1 1 1\n", /* overflow */
+        /* each counter fits, their sum does not: steal would exceed the total */
+        "cpu0 18446744073709551000 1000 0 0 0 0 0 5\n",
         "cpu0\n",
     };
 

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Any bytes as a live domain XML: hostd's reader returns 0 or -EINVAL, never a thread count
+ * of 0 or above 64, a share above libvirt's maximum, or an unterminated channel path. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "domxml.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct dx_info info;
+    int rc = dx_parse((const char *)data, size, &info);
+
+    if (rc != 0 && rc != -EINVAL)
+        abort();
+    if (info.threads < 1 || info.threads > 64 || info.shares > 262144)
+        abort();
+    if (!memchr(info.channel, '\0', sizeof(info.channel)))
+        abort();
+    if (rc != 0 && (info.threads != 1 || info.shares || info.channel[0]))
+        abort(); /* a rejected text leaves the defaults */
+    return 0;
+}
