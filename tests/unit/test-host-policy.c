@@ -479,6 +479,50 @@ TEST(censored_demand_does_not_flap)
     bed_free(&b);
 }
 
+/* One interval's values for domain i: r on its preferred vCPUs, the others halted. */
+static void set_preferred_run(struct bed *b, unsigned i, double r)
+{
+    struct model_dom *d = &b->m.dom[i];
+
+    for (unsigned v = 0; v < d->nvcpu; v++) {
+        bool pref = ch_cpuset_test(&b->dec[i].preferred, d->vcpu[v].id);
+        d->vcpu[v].run = pref ? r : 0;
+        d->vcpu[v].wait = pref ? 1 - r : 0;
+        d->vcpu[v].halted = !pref;
+    }
+}
+
+TEST(a_neighbour_dipping_for_one_interval_moves_nobody)
+{
+    struct bed b;
+    unsigned busy[2] = {2, 2};
+
+    bed_init(&b, 2, 2);
+    bed_dom(&b, 0, "a", 2, 0, 0, NULL);
+    bed_dom(&b, 1, "b", 2, 0, 0, NULL);
+    closed_loop(&b, busy, 2, 10, 0);
+    CHECK_INT(b.dec[0].count, 1);
+    CHECK_INT(b.dec[1].count, 1);
+    /* b's task sleeps 40 % of one interval: 0.2 of a pCPU is free for a moment, far from the
+     * whole vCPU a second preferred vCPU of a would ask for */
+    set_preferred_run(&b, 0, 1.0);
+    b.m.dom[0].vcpu[0].wait = b.m.dom[0].vcpu[1].wait = 0;
+    set_preferred_run(&b, 1, 0.6);
+    b.m.dom[1].vcpu[0].wait = b.m.dom[1].vcpu[1].wait = 0;
+    step(&b);
+    CHECK_INT(b.dec[0].count, 1);
+    CHECK_INT(b.dec[1].count, 1);
+    CHECK_INT(closed_loop(&b, busy, 2, 20, 0), 0);
+    /* but most of a vCPU free (b at 0.3) is worth a second preferred vCPU at once */
+    set_preferred_run(&b, 0, 1.0);
+    b.m.dom[0].vcpu[0].wait = b.m.dom[0].vcpu[1].wait = 0;
+    set_preferred_run(&b, 1, 0.3);
+    b.m.dom[1].vcpu[0].wait = b.m.dom[1].vcpu[1].wait = 0;
+    step(&b);
+    CHECK_INT(b.dec[0].count, 2);
+    bed_free(&b);
+}
+
 TEST(halted_vcpus_demand_nothing)
 {
     struct bed b;
