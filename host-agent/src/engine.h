@@ -29,7 +29,8 @@ struct engine {
     struct pol_decision *dec; /* one per model domain, uuid order */
     unsigned ndec;
     uint64_t steps;
-    uint64_t last_step_ns; /* wall time of the last policy step */
+    uint64_t last_step_ns;   /* wall time of the last policy step */
+    uint64_t last_sample_ns; /* wall time of the last libvirt sample (live only) */
     uint64_t changes;      /* preferred-set changes so far */
 };
 

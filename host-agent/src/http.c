@@ -189,6 +189,9 @@ static void on_metrics(struct evhttp_request *req, void *arg)
                         (unsigned long long)e->changes);
     head(b, "corehint_policy_step_seconds", "gauge", "duration of the last policy step");
     evbuffer_add_printf(b, "corehint_policy_step_seconds %.9f\n", e->last_step_ns / 1e9);
+    head(b, "corehint_sample_seconds", "gauge",
+         "duration of the last libvirt sample (statistics, placement, XML)");
+    evbuffer_add_printf(b, "corehint_sample_seconds %.9f\n", e->last_sample_ns / 1e9);
     head(b, "corehint_caps_total", "counter", "CPU quota caps set on non-compliant VMs");
     evbuffer_add_printf(b, "corehint_caps_total %llu\n", (unsigned long long)h->f->caps);
     head(b, "corehint_cap_releases_total", "counter", "CPU quota caps removed");
@@ -254,6 +257,7 @@ static void on_status(struct evhttp_request *req, void *arg)
     json_object_object_add(daemon, "decisions", json_object_new_uint64(h->e->steps));
     json_object_object_add(daemon, "preferred_changes", json_object_new_uint64(h->e->changes));
     json_object_object_add(daemon, "policy_step_ns", json_object_new_uint64(h->e->last_step_ns));
+    json_object_object_add(daemon, "sample_ns", json_object_new_uint64(h->e->last_sample_ns));
     json_object_object_add(daemon, "hints", json_object_new_uint64(h->a->hints_total));
     json_object_object_add(daemon, "hint_ack_p50_ns",
                            json_object_new_uint64(act_latency_quantile(h->a, 0.5)));

@@ -47,6 +47,7 @@ struct hostd {
     struct event *sigs[3];
     unsigned samples; /* --once: samples taken */
     uint64_t sample_start_ms;
+    uint64_t slow_warned_ms; /* last "libvirtd is slow" warning */
     int exit_code;
 };
 
@@ -279,8 +280,18 @@ static void sample(struct hostd *h)
     }
     if (rc < 0)
         return;
-    log_msg(LOG_LVL_DEBUG, "sample of %u domains took %llu ms", s->ndom,
-            (unsigned long long)(mono_ms() - h->sample_start_ms));
+    uint64_t took = mono_ms() - h->sample_start_ms;
+    h->eng.last_sample_ns = took * 1000000u;
+    /* One loop does everything: a slow libvirtd delays hints and HTTP too.  Say so, at most
+     * once a minute. */
+    if (took > h->cfg.interval_ms / 2 && h->sample_start_ms >= h->slow_warned_ms + 60000) {
+        log_msg(LOG_LVL_WARN, "sample of %u domains took %llu ms (interval %u ms): libvirtd is slow",
+                s->ndom, (unsigned long long)took, h->cfg.interval_ms);
+        h->slow_warned_ms = h->sample_start_ms;
+    } else {
+        log_msg(LOG_LVL_DEBUG, "sample of %u domains took %llu ms", s->ndom,
+                (unsigned long long)took);
+    }
     h->samples++;
     if ((rc = eng_feed(&h->eng, s, conn_generation(h->conn))) < 0)
         log_msg(LOG_LVL_ERR, "decision failed: %s", strerror(-rc));

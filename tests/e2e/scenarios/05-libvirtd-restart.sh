@@ -24,4 +24,8 @@ s1=$(e2e_status_field a 'd["channel"]["status"]["seq"]')
 e2e_expect "hostd keeps deciding after the restart (decisions $d0 -> $d1)" test $((d1 - d0)) -ge 3
 e2e_expect "guest a keeps acknowledging hints (seq $s0 -> $s1)" test $((s1 - s0)) -ge 3
 e2e_expect "guest a still known to hostd" e2e_status_field a 'd["decision"]["preferred"]'
+e2e_metrics >"$E2E_DIR/metrics.txt" || e2e_fail "GET /metrics"
+e2e_expect "/metrics passes promtool" promtool check metrics <"$E2E_DIR/metrics.txt"
+e2e_expect "/metrics reports the live sample time" \
+    awk '$1 == "corehint_sample_seconds" && $2 > 0 { ok = 1 } END { exit !ok }' "$E2E_DIR/metrics.txt"
 e2e_pass
