@@ -17,7 +17,6 @@ set -uo pipefail
 E2E_SRC=${COREHINT_SRC:?COREHINT_SRC not set}
 E2E_URI=qemu:///system
 E2E_TYPE=${COREHINT_DOMAIN_TYPE:-qemu}
-E2E_DOMAINS=()
 E2E_PIDS=()
 E2E_T0=$SECONDS
 E2E_NAME=
@@ -27,6 +26,8 @@ E2E_INITRD=
 
 # shellcheck source=../lib/libvirt-env
 . "$E2E_SRC/tests/lib/libvirt-env"
+# shellcheck source=../lib/guests
+. "$E2E_SRC/tests/lib/guests"
 
 e2e_log() { echo "[e2e $E2E_NAME +$((SECONDS - E2E_T0))s] $*" >&2; }
 
@@ -46,20 +47,11 @@ e2e_dump() {
 }
 
 e2e_cleanup() {
-    local rc=$? d p
+    local rc=$? p
     for p in "${E2E_PIDS[@]}"; do
         kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
     done
-    for d in "${E2E_DOMAINS[@]}"; do
-        # qemu's PID first: if libvirtd is gone, virsh cannot stop the guest, but we can.
-        p=$(cat "/run/libvirt/qemu/$d.pid" 2>/dev/null)
-        virsh -q -c "$E2E_URI" destroy "$d" >/dev/null 2>&1
-        virsh -q -c "$E2E_URI" undefine "$d" >/dev/null 2>&1
-        if [ -n "$p" ] && grep -qa "guest=$d," "/proc/$p/cmdline" 2>/dev/null; then
-            echo "e2e: libvirt could not stop $d; killing its qemu (pid $p)" >&2
-            kill "$p" 2>/dev/null
-        fi
-    done
+    guests_remove_all
     libvirt_env_down
     if [ $rc -eq 0 ] && [ -n "$E2E_DIR" ] && [ -z "${COREHINT_E2E_KEEP:-}" ]; then
         rm -rf "$E2E_DIR"
@@ -122,9 +114,7 @@ e2e_guest() {
         -e "s|@CPUTUNE@|$cputune|" -e "s|@KERNEL@|$E2E_KERNEL|" -e "s|@INITRD@|$E2E_INITRD|" \
         -e "s|@CMDLINE@|$cmdline|" -e "s|@SERIAL@|$E2E_DIR/$short.log|" \
         -e "s|@CHANNEL@|$E2E_DIR/$short.sock|" "$E2E_SRC/tests/e2e/domain.xml.in" >"$E2E_DIR/$short.xml"
-    virsh -q -c "$E2E_URI" define "$E2E_DIR/$short.xml" >/dev/null || e2e_fail "virsh define $short"
-    E2E_DOMAINS+=("$name")
-    virsh -q -c "$E2E_URI" start "$name" >/dev/null || e2e_fail "virsh start $short"
+    guests_start "$name" "$E2E_DIR/$short.xml" || e2e_fail "cannot start guest $short"
     e2e_log "started $name ($vcpus vCPUs${pin:+, pinned to $pin}, $cmdline)"
 }
 
@@ -139,17 +129,7 @@ e2e_destroy() {
 # e2e_wait_console SHORTNAME ERE TIMEOUT_S [FROM_LINE]: wait for a console line matching ERE,
 # at or after line FROM_LINE; prints the matching line.
 e2e_wait_console() {
-    local short=$1 re=$2 timeout=$3 from=${4:-1} end line
-    end=$((SECONDS + timeout))
-    while [ $SECONDS -lt $end ]; do
-        line=$(tail -n +"$from" "$E2E_DIR/$short.log" 2>/dev/null | tr -d '\r' | grep -E -m1 -- "$re")
-        if [ -n "$line" ]; then
-            echo "$line"
-            return 0
-        fi
-        sleep 0.2
-    done
-    return 1
+    guests_wait_line "$E2E_DIR/$1.log" "$2" "$3" "${4:-1}"
 }
 
 # Number of console lines so far, to wait for something newer than now.
@@ -265,8 +245,7 @@ e2e_until() {
 e2e_undefine() {
     local name
     name=$(e2e_domname "$1")
-    virsh -q -c "$E2E_URI" destroy "$name" >/dev/null 2>&1
-    virsh -q -c "$E2E_URI" undefine "$name" >/dev/null || e2e_fail "virsh undefine $1"
+    guests_remove "$name" || e2e_fail "cannot remove guest $1"
 }
 
 # e2e_wait_all_console ERE TIMEOUT_S SHORTNAME...: every named guest prints a matching line.

@@ -18,7 +18,6 @@ TCG_BASE=/var/lib/corehint-test
 TCG_KCACHE=/var/cache/corehint/kernel
 TCG_DIR=
 TCG_NAME=
-TCG_DEFINED=0
 TCG_PIDS=()
 
 tcg_log() { echo "[${TCG_NAME:-tcg} +${SECONDS}s] $*" >&2; }
@@ -36,12 +35,7 @@ tcg_cleanup() {
     for p in "${TCG_PIDS[@]}"; do
         kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
     done
-    if [ $TCG_DEFINED -eq 1 ]; then
-        # Another test sharing libvirtd may have stopped it meanwhile: bring it back to clean up.
-        virsh -q -c qemu:///system uri >/dev/null 2>&1 || libvirt_env_up
-        virsh -q -c qemu:///system destroy "$TCG_NAME" >/dev/null 2>&1
-        virsh -q -c qemu:///system undefine "$TCG_NAME" >/dev/null 2>&1
-    fi
+    declare -F guests_remove_all >/dev/null && guests_remove_all
     [ -n "$TCG_DIR" ] && rm -rf "$TCG_DIR"
     libvirt_env_down
     exit $rc
@@ -60,6 +54,8 @@ tcg_begin() { # name-prefix
     [ -x /bin/busybox ] || tcg_fail "/bin/busybox (busybox-static) not found: run scripts/deps test"
     # shellcheck source=../../lib/libvirt-env
     . "$TCG_SRC/tests/lib/libvirt-env"
+    # shellcheck source=../../lib/guests
+    . "$TCG_SRC/tests/lib/guests"
     libvirt_env_up || tcg_fail "libvirt did not come up"
     mkdir -p "$TCG_BASE" "$TCG_DIR"
     chmod 755 "$TCG_BASE" "$TCG_DIR"
@@ -84,7 +80,7 @@ tcg_kernel_tree() {
             './boot/vmlinuz-*' './lib/modules/*/kernel/drivers/virtio/*' \
             './lib/modules/*/kernel/drivers/char/virtio_console.ko' ||
             { tcg_log "cannot unpack $deb"; return 1; }
-        rm -rf "$TCG_KCACHE/$pkg"
+        rm -rf "${TCG_KCACHE:?}/${pkg:?}"
         mv "$TCG_KCACHE/$pkg.tmp" "$TCG_KCACHE/$pkg"
     fi
     echo "$TCG_KCACHE/$pkg"
@@ -144,19 +140,12 @@ tcg_domain() {
   </devices>
 </domain>
 XML
-    virsh -q -c qemu:///system define "$TCG_DIR/domain.xml" >/dev/null || tcg_fail "virsh define"
-    TCG_DEFINED=1
-    virsh -q -c qemu:///system start "$TCG_NAME" >/dev/null || tcg_fail "virsh start"
+    guests_start "$TCG_NAME" "$TCG_DIR/domain.xml" || tcg_fail "cannot start $TCG_NAME"
     tcg_log "started $TCG_NAME"
 }
 
 tcg_wait_console() { # regex seconds
-    local deadline=$((SECONDS + $2))
-    while [ $SECONDS -lt $deadline ]; do
-        grep -qE -- "$1" "$TCG_DIR/console.log" 2>/dev/null && return 0
-        sleep 0.2
-    done
-    return 1
+    guests_wait_line "$TCG_DIR/console.log" "$1" "$2" >/dev/null
 }
 
 # Pin both vCPUs to host CPU 0 once the guest is up: booting pinned is slow on a loaded host.

@@ -23,7 +23,7 @@ rss() { awk '/^VmRSS:/ {print $2}' "/proc/$E2E_HOSTD_PID/status"; }
 cycle
 cycle # warm-up: first-use allocations are not leaks
 fd0=$(fds) rss0=$(rss)
-for i in $(seq 20); do cycle; done
+for _ in $(seq 20); do cycle; done
 fd1=$(fds) rss1=$(rss)
 e2e_log "hostd fds $fd0 -> $fd1, RSS $rss0 kB -> $rss1 kB over 20 cycles"
 e2e_expect "no leaked file descriptors ($fd0 -> $fd1)" test "$fd1" -le "$fd0"
