@@ -84,7 +84,7 @@ where=; for p in $pids; do where="$where$(cpu_of $p),"; done
 
 # and they stay there
 bad=0; seen=
-for i in 1 2 3 4 5 6 7 8 9 10; do
+for _ in 1 2 3 4 5 6 7 8 9 10; do
 	for p in $pids; do
 		c=$(cpu_of $p); seen="$seen$c"
 		case $c in 0|1) ;; *) bad=$((bad + 1)) ;; esac
