@@ -43,6 +43,18 @@ const char *conn_error(void)
     return m ? m : "unknown libvirt error";
 }
 
+bool conn_error_is_denied(void)
+{
+    virErrorPtr e = virGetLastError();
+
+    if (!e)
+        return false;
+    if (e->code == VIR_ERR_AUTH_FAILED || e->code == VIR_ERR_AUTH_UNAVAILABLE ||
+        e->code == VIR_ERR_AUTH_CANCELLED)
+        return true;
+    return e->message && strstr(e->message, strerror(EACCES));
+}
+
 static const char *lifecycle_name(int ev)
 {
     static const char *const n[] = {"defined", "undefined", "started",     "suspended", "resumed",

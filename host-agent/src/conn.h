@@ -26,6 +26,8 @@ typedef void (*conn_fn)(void *ctx, enum conn_event ev, const char *uuid, const c
 /* Silence libvirt's default error printer; errors are read with conn_error(). */
 void conn_init_libvirt(void);
 /* The last libvirt error as one string, for log messages. */
+/* The last libvirt error was a refusal (authentication, or the socket's permissions). */
+bool conn_error_is_denied(void);
 const char *conn_error(void);
 
 struct conn *conn_new(struct event_base *base, const char *uri, conn_fn fn, void *ctx);

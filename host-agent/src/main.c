@@ -432,7 +432,7 @@ static int start(struct hostd *h)
             !(h->conn = conn_new(h->base, h->cfg.uri, on_conn, h)))
             return -ENOMEM;
         if (conn_open(h->conn) < 0) {
-            if (h->priv.active)
+            if (h->priv.active && conn_error_is_denied())
                 log_msg(LOG_LVL_WARN,
                         "user %s cannot reach %s: give it access to the libvirt socket "
                         "(group libvirt with libvirt's polkit rule, or unix_sock_group and "

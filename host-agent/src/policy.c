@@ -8,8 +8,6 @@
 
 /* Rounding slack: 0.9 * 1.1 must give one vCPU, not two. */
 #define EPS 1e-9
-/* Share of a vCPU that must be free before a contended VM is given one more (see decide_count). */
-#define GROW_MARGIN 0.5
 
 static const char *const reason_names[] = {
     [POL_UNCONTENDED] = "uncontended", [POL_FAIR_SHARE] = "fair-share", [POL_HOLD] = "hold",
@@ -250,14 +248,9 @@ static void decide_count(struct work *w, const struct hd_config *cfg)
     if (!o->contended) {
         target = n;
     } else {
-        double raw = o->entitlement * (1 + cfg->headroom), want = ceil(raw - EPS);
+        double want = ceil(o->entitlement * (1 + cfg->headroom) - EPS);
         target = want < cfg->min_cpus ? cfg->min_cpus : want > n ? n : (unsigned)want;
         target = round_to_cores(target, d->threads, n);
-        /* Under contention a vCPU more is worth it only when at least half of it is free:
-         * a sliver of capacity, such as a neighbour dipping for one interval, would add a
-         * vCPU that queues behind the others, and the shrink after it is a flap. */
-        if (target > w->prev_k && raw < w->prev_k + GROW_MARGIN)
-            target = w->prev_k;
     }
     o->target = target;
     o->reason = o->contended ? POL_FAIR_SHARE : POL_UNCONTENDED;

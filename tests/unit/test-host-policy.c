@@ -492,7 +492,15 @@ static void set_preferred_run(struct bed *b, unsigned i, double r)
     }
 }
 
-TEST(a_neighbour_dipping_for_one_interval_moves_nobody)
+/*
+ * Growth is immediate and shrinking waits shrink_after intervals, so a neighbour dipping for
+ * one interval costs one blip: a takes the capacity b left (its fair share 0.9 plus headroom
+ * sits just under one vCPU, so any dip tips it over), and gives it back shrink_after
+ * intervals after b is back; then nothing moves.  Requiring a margin before growing would
+ * avoid the blip but traps a saturated VM whose measured demand is capped at its preferred
+ * count (the simulator's hackbench scenario lost its fairness that way: Jain 0.999 -> 0.652).
+ */
+TEST(a_neighbour_dipping_for_one_interval_costs_one_blip)
 {
     struct bed b;
     unsigned busy[2] = {2, 2};
@@ -503,23 +511,23 @@ TEST(a_neighbour_dipping_for_one_interval_moves_nobody)
     closed_loop(&b, busy, 2, 10, 0);
     CHECK_INT(b.dec[0].count, 1);
     CHECK_INT(b.dec[1].count, 1);
-    /* b's task sleeps 40 % of one interval: 0.2 of a pCPU is free for a moment, far from the
-     * whole vCPU a second preferred vCPU of a would ask for */
     set_preferred_run(&b, 0, 1.0);
     b.m.dom[0].vcpu[0].wait = b.m.dom[0].vcpu[1].wait = 0;
     set_preferred_run(&b, 1, 0.6);
     b.m.dom[1].vcpu[0].wait = b.m.dom[1].vcpu[1].wait = 0;
     step(&b);
+    CHECK_INT(b.dec[0].count, 2);
+    CHECK_INT(b.dec[1].count, 1);
+    unsigned back = 0;
+    for (unsigned s = 1; s <= 10 && !back; s++) {
+        closed_loop(&b, busy, 2, 1, 0);
+        if (b.dec[0].count == 1)
+            back = s;
+    }
+    CHECK_MSG(back >= 1 && back <= b.cfg.shrink_after + 1, "a back at 1 vCPU after %u intervals", back);
+    CHECK_INT(closed_loop(&b, busy, 2, 30, 0), 0);
     CHECK_INT(b.dec[0].count, 1);
     CHECK_INT(b.dec[1].count, 1);
-    CHECK_INT(closed_loop(&b, busy, 2, 20, 0), 0);
-    /* but most of a vCPU free (b at 0.3) is worth a second preferred vCPU at once */
-    set_preferred_run(&b, 0, 1.0);
-    b.m.dom[0].vcpu[0].wait = b.m.dom[0].vcpu[1].wait = 0;
-    set_preferred_run(&b, 1, 0.3);
-    b.m.dom[1].vcpu[0].wait = b.m.dom[1].vcpu[1].wait = 0;
-    step(&b);
-    CHECK_INT(b.dec[0].count, 2);
     bed_free(&b);
 }
 
