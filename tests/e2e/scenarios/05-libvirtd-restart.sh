@@ -8,6 +8,11 @@
 e2e_begin libvirtd-restart
 e2e_guest a 2 "corehint.work=idle"
 e2e_wait_all_console "^CH guestd start" 120 a
+# Without group libvirt the switch still happens, and hostd says what is missing.
+"$COREHINT_HOSTD" --connect "$E2E_URI" --once --user nobody >"$E2E_DIR/denied.log" 2>&1 &&
+    e2e_fail "hostd --once as nobody without group libvirt reached libvirt"
+e2e_expect "a refused libvirt connection names the missing access" \
+    grep -q "user nobody cannot reach qemu:///system: give it access to the libvirt socket" "$E2E_DIR/denied.log"
 e2e_start_hostd --interval-ms 1000 --user nobody --groups libvirt,libvirt-qemu
 e2e_expect "hostd runs as nobody without any capability" e2e_unprivileged "$E2E_HOSTD_PID" nobody
 e2e_expect "guest a acknowledges hints" \
