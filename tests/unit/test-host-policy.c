@@ -479,15 +479,15 @@ TEST(censored_demand_does_not_flap)
     bed_free(&b);
 }
 
-/* One interval's values for domain i: r on its preferred vCPUs, the others halted. */
-static void set_preferred_run(struct bed *b, unsigned i, double r)
+/* One interval's values for domain i: run and wait on its preferred vCPUs, the others halted. */
+static void set_preferred_run(struct bed *b, unsigned i, double run, double wait)
 {
     struct model_dom *d = &b->m.dom[i];
 
     for (unsigned v = 0; v < d->nvcpu; v++) {
         bool pref = ch_cpuset_test(&b->dec[i].preferred, d->vcpu[v].id);
-        d->vcpu[v].run = pref ? r : 0;
-        d->vcpu[v].wait = pref ? 1 - r : 0;
+        d->vcpu[v].run = pref ? run : 0;
+        d->vcpu[v].wait = pref ? wait : 0;
         d->vcpu[v].halted = !pref;
     }
 }
@@ -511,10 +511,8 @@ TEST(a_neighbour_dipping_for_one_interval_costs_one_blip)
     closed_loop(&b, busy, 2, 10, 0);
     CHECK_INT(b.dec[0].count, 1);
     CHECK_INT(b.dec[1].count, 1);
-    set_preferred_run(&b, 0, 1.0);
-    b.m.dom[0].vcpu[0].wait = b.m.dom[0].vcpu[1].wait = 0;
-    set_preferred_run(&b, 1, 0.6);
-    b.m.dom[1].vcpu[0].wait = b.m.dom[1].vcpu[1].wait = 0;
+    set_preferred_run(&b, 0, 1.0, 0);
+    set_preferred_run(&b, 1, 0.6, 0);
     step(&b);
     CHECK_INT(b.dec[0].count, 2);
     CHECK_INT(b.dec[1].count, 1);
