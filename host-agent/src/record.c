@@ -2,6 +2,7 @@
 #include "record.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -196,7 +197,7 @@ static int parse_vcpu(json_object *o, struct snap_vcpu *v, unsigned npcpu, char 
 static int parse_dom(json_object *o, struct snap_dom *d, unsigned npcpu, char *err, size_t errlen)
 {
     json_object *vs;
-    uint64_t state = 1;
+    unsigned state = 1; /* VIR_DOMAIN_RUNNING */
     int rc;
 
     d->threads = 1;
@@ -207,7 +208,7 @@ static int parse_dom(json_object *o, struct snap_dom *d, unsigned npcpu, char *e
     if ((rc = get_str(o, "name", d->name, sizeof(d->name), true, err, errlen)) < 0 ||
         (rc = get_str(o, "uuid", d->uuid, sizeof(d->uuid), true, err, errlen)) < 0 ||
         (rc = get_str(o, "channel", d->channel, sizeof(d->channel), false, err, errlen)) < 0 ||
-        (rc = get_u64(o, "state", &state, NULL, err, errlen)) < 0 ||
+        (rc = get_uint(o, "state", INT_MAX, &state, err, errlen)) < 0 ||
         (rc = get_u64(o, "cpu_time_ns", &d->cpu_time_ns, NULL, err, errlen)) < 0 ||
         (rc = get_uint(o, "threads", 64, &d->threads, err, errlen)) < 0 ||
         (rc = get_uint(o, "shares", 262144, &d->shares, err, errlen)) < 0)

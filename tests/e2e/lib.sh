@@ -28,6 +28,8 @@ E2E_INITRD=
 . "$E2E_SRC/tests/lib/libvirt-env"
 # shellcheck source=../lib/guests
 . "$E2E_SRC/tests/lib/guests"
+# shellcheck source=../lib/owned
+. "$E2E_SRC/tests/lib/owned"
 
 e2e_log() { echo "[e2e $E2E_NAME +$((SECONDS - E2E_T0))s] $*" >&2; }
 
@@ -51,7 +53,7 @@ e2e_cleanup() {
     for p in "${E2E_PIDS[@]}"; do
         kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
     done
-    guests_remove_all
+    guests_remove_all && owned_end
     libvirt_env_down
     if [ $rc -eq 0 ] && [ -n "$E2E_DIR" ] && [ -z "${COREHINT_E2E_KEEP:-}" ]; then
         rm -rf "$E2E_DIR"
@@ -74,14 +76,18 @@ e2e_begin() {
     E2E_DIR=$(mktemp -d "/var/lib/corehint-test/run/$E2E_NAME.XXXXXX")
     chmod 755 "$E2E_DIR"
     chown libvirt-qemu "$E2E_DIR" 2>/dev/null || true
-    # One hostd per host: another one would hold the guests' channel sockets (qemu accepts a
-    # single client per chardev) and every scenario would fail for a reason it cannot show.
-    local other
-    other=$(pgrep -x corehint-hostd | tr '\n' ' ')
-    [ -z "$other" ] || { echo "e2e: another corehint-hostd is running (pid $other); stop it first" >&2; exit 1; }
     trap e2e_cleanup EXIT
     trap 'exit 130' INT TERM
     libvirt_env_up || exit 1
+    # What a test killed before its cleanup (a ctest timeout) left behind goes first.
+    owned_sweep || exit 1
+    owned_begin || { echo "e2e: cannot register under $OWNED_STATE" >&2; exit 1; }
+    # One hostd per host: another one would hold the guests' channel sockets (qemu accepts a
+    # single client per chardev) and every scenario would fail for a reason it cannot show.
+    # Zombies do not count: a PID 1 that never reaps keeps a killed hostd listed forever.
+    local other
+    other=$(ps -C corehint-hostd -o pid=,stat= | awk '$2 !~ /^[ZX]/ {printf "%s ", $1}')
+    [ -z "$other" ] || { echo "e2e: another corehint-hostd is running (pid $other); stop it first" >&2; exit 1; }
     local kdir=${COREHINT_KERNEL_DIR:-}
     if [ -z "$kdir" ]; then
         kdir=$("$E2E_SRC/kernel-patch/build" --print-dir) || { echo "e2e: kernel build failed" >&2; exit 1; }
@@ -115,7 +121,7 @@ e2e_guest() {
         -e "s|@CMDLINE@|$cmdline|" -e "s|@SERIAL@|$E2E_DIR/$short.log|" \
         -e "s|@CHANNEL@|$E2E_DIR/$short.sock|" "$E2E_SRC/tests/e2e/domain.xml.in" >"$E2E_DIR/$short.xml"
     guests_start "$name" "$E2E_DIR/$short.xml" || e2e_fail "cannot start guest $short"
-    e2e_log "started $name ($vcpus vCPUs${pin:+, pinned to $pin}, $cmdline)"
+    e2e_log "started $name ($vcpus vCPUs${pin:+, pinned to $pin}, $cmdline): $GUESTS_START_S"
 }
 
 e2e_domname() { echo "corehint-e2e-$1-$$"; }
@@ -152,6 +158,7 @@ e2e_hostd() {
     ${COREHINT_WRAP:-} "$COREHINT_HOSTD" --connect "$E2E_URI" --foreground "$@" >>"$E2E_DIR/hostd.log" 2>&1 &
     E2E_HOSTD_PID=$!
     E2E_PIDS+=("$E2E_HOSTD_PID")
+    owned_pid "$E2E_HOSTD_PID"
     e2e_log "hostd pid $E2E_HOSTD_PID: $*"
 }
 

@@ -280,6 +280,13 @@ TEST(record_round_trip)
                         &back, err, sizeof(err)),
               -EINVAL);
     CHECK_STR(err, "vcpu 0: \"pcpu\" must be -1 or below npcpu");
+    /* A state past INT_MAX used to wrap to a negative int that the next parse refused
+     * (fuzz-record; corpus seed regress-state-int-overflow). */
+    CHECK_INT(rec_parse("{\"t_ns\":1,\"npcpu\":1,\"domains\":[{\"name\":\"x\",\"uuid\":\"u\","
+                        "\"state\":2147483648,\"vcpus\":[]}]}",
+                        &back, err, sizeof(err)),
+              -EINVAL);
+    CHECK_STR(err, "\"state\" out of range (max 2147483647)");
     CHECK_INT(rec_parse("[1,", &back, err, sizeof(err)), -EINVAL);
     CHECK(strncmp(err, "bad JSON", 8) == 0);
 }

@@ -35,7 +35,7 @@ tcg_cleanup() {
     for p in "${TCG_PIDS[@]}"; do
         kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
     done
-    declare -F guests_remove_all >/dev/null && guests_remove_all
+    declare -F guests_remove_all >/dev/null && guests_remove_all && owned_end
     [ -n "$TCG_DIR" ] && rm -rf "$TCG_DIR"
     libvirt_env_down
     exit $rc
@@ -56,7 +56,11 @@ tcg_begin() { # name-prefix
     . "$TCG_SRC/tests/lib/libvirt-env"
     # shellcheck source=../../lib/guests
     . "$TCG_SRC/tests/lib/guests"
+    # shellcheck source=../../lib/owned
+    . "$TCG_SRC/tests/lib/owned"
     libvirt_env_up || tcg_fail "libvirt did not come up"
+    owned_sweep || tcg_fail "cannot remove what an earlier test left"
+    owned_begin || tcg_fail "cannot register under $OWNED_STATE"
     mkdir -p "$TCG_BASE" "$TCG_DIR"
     chmod 755 "$TCG_BASE" "$TCG_DIR"
 }
