@@ -97,31 +97,40 @@ static unsigned live_shares(virDomainPtr dom, unsigned xml_value)
     return out;
 }
 
-/* Topology, shares and channel from the live XML, cached between samples. */
-static void dom_xml(struct collector *col, virDomainPtr dom, struct snap_dom *d)
+/* Topology, shares and channel from the live XML, cached between samples.  Returns -EAGAIN when
+ * the XML could not be read or parsed: the defaults are used for this sample only, and the
+ * caller makes the next sample read it again (a failure cached for XML_REFRESH_SAMPLES would
+ * leave a new domain without its channel for that long). */
+static int dom_xml(struct collector *col, virDomainPtr dom, struct snap_dom *d)
 {
     struct xml_entry *e = cache_find(col, d->uuid);
     struct dx_info info;
     char *xml;
+    int rc = 0;
 
     if (e && !e->stale && !col->all_stale && e->age < XML_REFRESH_SAMPLES) {
         info = e->info;
     } else if ((xml = virDomainGetXMLDesc(dom, 0))) {
-        if (dx_parse(xml, strlen(xml), &info) < 0)
+        if (dx_parse(xml, strlen(xml), &info) < 0) {
             log_msg(LOG_LVL_WARN, "domain %s: unparsable XML", d->name);
+            rc = -EAGAIN;
+        }
         free(xml);
         if (info.shares > 0)
             info.shares = live_shares(dom, info.shares);
         if (e)
             e->age = 0;
     } else {
-        log_msg(LOG_LVL_DEBUG, "domain %s: no XML: %s", d->name, conn_error());
+        log_msg(LOG_LVL_INFO, "domain %s: cannot read its XML (%s); trying again next sample",
+                d->name, conn_error());
         memset(&info, 0, sizeof(info));
         info.threads = 1;
+        rc = -EAGAIN;
     }
     d->threads = info.threads;
     d->shares = info.shares;
     memcpy(d->channel, info.channel, sizeof(d->channel));
+    return rc;
 }
 
 static void cache_rebuild(struct collector *col, const struct snapshot *s)
@@ -382,6 +391,8 @@ int col_sample(struct collector *col, virConnectPtr vc, struct snapshot **out)
 {
     virDomainStatsRecordPtr *recs = NULL;
     struct snapshot *s = snap_new();
+    char(*xml_failed)[SNAP_UUID_LEN + 1] = NULL; /* domains whose XML must be read again */
+    unsigned nfailed = 0;
     struct timespec ts;
     int n, rc = 0;
 
@@ -413,7 +424,8 @@ int col_sample(struct collector *col, virConnectPtr vc, struct snapshot **out)
         log_msg(LOG_LVL_WARN, "cannot get domain statistics: %s", conn_error());
         goto cleanup;
     }
-    if (!(s->dom = calloc((size_t)n + 1, sizeof(*s->dom)))) {
+    if (!(s->dom = calloc((size_t)n + 1, sizeof(*s->dom))) ||
+        !(xml_failed = calloc((size_t)n + 1, sizeof(*xml_failed)))) {
         rc = -ENOMEM;
         goto cleanup;
     }
@@ -426,18 +438,22 @@ int col_sample(struct collector *col, virConnectPtr vc, struct snapshot **out)
         s->ndom++;
         if ((rc = dom_stats(d, recs[i])) < 0 || (rc = dom_placement(d, recs[i]->dom, s->npcpu)) < 0)
             goto cleanup;
-        dom_xml(col, recs[i]->dom, d);
+        if (dom_xml(col, recs[i]->dom, d) < 0)
+            memcpy(xml_failed[nfailed++], d->uuid, sizeof(d->uuid));
     }
     node_stats(s, vc);
     proc_stats(col, s);
     snap_sort(s);
     cache_rebuild(col, s);
+    for (unsigned i = 0; i < nfailed; i++)
+        col_invalidate(col, xml_failed[i]);
     *out = s;
     s = NULL;
 
 cleanup:
     if (recs)
         virDomainStatsRecordListFree(recs);
+    free(xml_failed);
     snap_free(s);
     return rc;
 }

@@ -145,7 +145,7 @@ tcg_domain() {
 </domain>
 XML
     guests_start "$TCG_NAME" "$TCG_DIR/domain.xml" || tcg_fail "cannot start $TCG_NAME"
-    tcg_log "started $TCG_NAME"
+    tcg_log "started $TCG_NAME: $GUESTS_START_S"
 }
 
 tcg_wait_console() { # regex seconds

@@ -545,6 +545,66 @@ def proc_status(pid):
         return dict(l.rstrip("\n").split(":\t", 1) for l in f if ":\t" in l)
 
 
+TEST_NODE_XML = """<node>
+  <cpu><nodes>1</nodes><sockets>1</sockets><cores>2</cores><threads>1</threads>
+    <active>2</active><mhz>1000</mhz><model>x86_64</model></cpu>
+  <memory>1048576</memory>
+  <domain type='test'>
+    <name>vm</name><memory>262144</memory><vcpu>2</vcpu><os><type arch='x86_64'>hvm</type></os>
+    <devices>
+      <channel type='unix'><source mode='bind' path='%s'/>
+        <target type='virtio' name='org.corehint.0'/></channel>
+    </devices>
+  </domain>
+</node>
+"""
+
+
+@case
+def xml_read_failure_retried():
+    """libvirt fails to give a new domain's XML once (tests/lib/fault-libvirt.c, as a busy
+    libvirtd does): hostd reads it again at the next sample and connects to the channel, instead
+    of keeping "no channel" until its XML cache next refreshes, 60 samples later."""
+    lib = os.environ.get("FAULT_LIBVIRT", "")
+    check(os.path.exists(lib), "FAULT_LIBVIRT names the fault injection library: %r" % lib)
+    d = tempfile.mkdtemp(prefix="hostd-xml-")
+    g = None
+    p = None
+    log = open(os.path.join(d, "hostd.log"), "w+")
+    try:
+        sock = os.path.join(d, "vm.sock")
+        node = os.path.join(d, "node.xml")
+        write(node, TEST_NODE_XML % sock)
+        g = FakeGuest(sock)
+        env = dict(os.environ, LD_PRELOAD=lib, COREHINT_FAULT_XMLDESC_FAILS="1")
+        # ASan wants to be first in the library list; the preload does not use it
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+        p = subprocess.Popen(argv(["--connect", "test://" + node, "--foreground",
+                                   "--interval-ms", "200", "--metrics-listen", "127.0.0.1:0"]),
+                             stdout=subprocess.DEVNULL, stderr=log, text=True, env=env)
+        port = wait_port(log, p)
+
+        def decisions():
+            with urllib.request.urlopen("http://127.0.0.1:%d/status" % port, timeout=10 * SLOW) as r:
+                return json.loads(r.read().decode())["daemon"]["decisions"]
+
+        # counted in samples, not seconds: valgrind slows everything alike
+        wait_for(lambda: g.conns >= 1 or decisions() >= 6, 60, "a connect or 6 decisions")
+        log.seek(0)
+        text = log.read()
+        check("fault-libvirt: virDomainGetXMLDesc call 1 fails" in text, "the fault was injected: " + text[-2000:])
+        check(g.conns >= 1, "hostd connected within 5 samples of the failed XML read: " + text[-2000:])
+        check("cannot read its XML" in text, "the failed read is logged")
+    finally:
+        if p:
+            p.send_signal(signal.SIGTERM)
+            p.wait(30 * SLOW)
+        if g:
+            g.close()
+        log.close()
+        shutil.rmtree(d, ignore_errors=True)
+
+
 @case
 def privilege_drop():
     """Started as root with --user nobody --groups libvirt-qemu: after start-up hostd holds
