@@ -138,6 +138,32 @@ e2e_wait_console() {
     guests_wait_line "$E2E_DIR/$1.log" "$2" "$3" "${4:-1}"
 }
 
+# e2e_vcpu_wait_ns SHORTNAME: the most run-queue wait (ns) any vCPU thread of the guest has had
+# on the host so far (libvirt's vcpu.N.delay, from the thread's schedstat).
+e2e_vcpu_wait_ns() {
+    virsh -q -c "$E2E_URI" domstats --vcpu --raw "$(e2e_domname "$1")" 2>/dev/null |
+        awk -F= '/vcpu\.[0-9]+\.delay=/ { if ($2 > m) m = $2 } END { print m + 0 }'
+}
+
+# e2e_wait_console_running SHORTNAME ERE BUDGET_S FROM_LINE WAIT0_NS: like e2e_wait_console,
+# but the budget counts the time the guest could run: every second its most-waiting vCPU
+# thread spent queued on the host since WAIT0_NS (e2e_vcpu_wait_ns, taken when the clock
+# started) is added to it.  A guest cannot react while the host does not run it; with vCPUs
+# pinned 1:1 this host has kept a runnable vCPU thread waiting for seconds.  Prints the
+# matching line; E2E_QUEUED_S is the extra time granted.
+e2e_wait_console_running() {
+    local short=$1 re=$2 budget=$3 from=$4 w0=$5 t0=$SECONDS line w
+    E2E_QUEUED_S=0
+    while :; do
+        line=$(e2e_wait_console "$short" "$re" 1 "$from") && { echo "$line"; return 0; }
+        w=$(e2e_vcpu_wait_ns "$short")
+        E2E_QUEUED_S=$(( (w - w0) / 1000000000 ))
+        # ten times the budget at most, whatever the host does
+        [ $((SECONDS - t0)) -lt $((budget + E2E_QUEUED_S)) ] && [ $((SECONDS - t0)) -lt $((10 * budget)) ] ||
+            return 1
+    done
+}
+
 # Number of console lines so far, to wait for something newer than now.
 e2e_console_mark() { wc -l <"$E2E_DIR/$1.log" 2>/dev/null || echo 0; }
 

@@ -23,22 +23,25 @@ shrunk() {
 }
 
 stop_and_fall_back() { # signal
-    local sig=$1 g ma mb t0
+    local sig=$1 g ma mb wa wb t0 m w0
     ma=$(e2e_console_mark a)
     mb=$(e2e_console_mark b)
+    wa=$(e2e_vcpu_wait_ns a)
+    wb=$(e2e_vcpu_wait_ns b)
     kill -"$sig" "$E2E_HOSTD_PID"
     wait "$E2E_HOSTD_PID" 2>/dev/null
     t0=$SECONDS
     e2e_log "hostd stopped with SIG$sig"
     for g in a b; do
-        local m=$ma
-        [ $g = b ] && m=$mb
-        e2e_wait_console "$g" "mode host -> fallback" $((lease_s + 3)) "$m" >/dev/null ||
-            e2e_fail "guest $g did not enter fallback within the lease (+3 s) after SIG$sig"
-        e2e_log "ok: guest $g in fallback $((SECONDS - t0)) s after SIG$sig"
+        m=$ma w0=$wa
+        [ $g = b ] && m=$mb w0=$wb
+        # The budgets count time the guest's vCPUs could run (e2e_wait_console_running).
+        e2e_wait_console_running "$g" "mode host -> fallback" $((lease_s + 3)) "$m" "$w0" >/dev/null ||
+            e2e_fail "guest $g did not enter fallback within the lease (+3 s) after SIG$sig (its vCPUs queued $E2E_QUEUED_S s more meanwhile)"
+        e2e_log "ok: guest $g in fallback $((SECONDS - t0)) s after SIG$sig (vCPU queued ${E2E_QUEUED_S} s)"
         # its first step needs two /proc/stat samples: up to two intervals after the fallback
-        e2e_wait_console "$g" "fallback local: grow at steal 0\.00 %" $((2 * interval_ms / 1000 + 3)) "$m" >/dev/null ||
-            e2e_fail "guest $g: the local governor made no step within two intervals (+3 s) of the fallback"
+        e2e_wait_console_running "$g" "fallback local: grow at steal 0\.00 %" $((lease_s + 2 * interval_ms / 1000 + 3)) "$m" "$w0" >/dev/null ||
+            e2e_fail "guest $g: the local governor made no step within two intervals (+3 s) of the fallback (vCPU queued $E2E_QUEUED_S s)"
         # The console reporter is a shell loop in a starved TCG guest: give it time to notice.
         e2e_wait_console "$g" "^CH preferred=0-1 " 30 "$m" >/dev/null ||
             e2e_fail "guest $g: the kernel does not prefer 0-1 after the governor's grow step"
