@@ -177,10 +177,16 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *c = arg;
 
+    /* libvirt may run the close callback inside a call that then fails: the caller's
+     * conn_lost() has dropped the connection and rescheduled this timer by the time it fires.
+     * Only a connection still held is torn down here (which schedules the retry); otherwise
+     * this is the retry itself, and returning without one would end reconnecting for good. */
     if (c->closing) {
         c->closing = false;
-        conn_lost(c);
-        return;
+        if (c->vc) {
+            conn_lost(c);
+            return;
+        }
     }
     if (!c->vc && try_open(c) < 0)
         schedule_retry(c);
@@ -227,6 +233,7 @@ void conn_lost(struct conn *c)
     if (!c->vc)
         return;
     log_msg(LOG_LVL_WARN, "lost libvirt connection %s; reconnecting", c->uri);
+    c->closing = false; /* whatever the close callback reported is handled here */
     drop(c);
     c->fn(c->ctx, CONN_DOWN, NULL, NULL);
     evtimer_del(c->retry);

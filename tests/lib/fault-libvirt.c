@@ -1,28 +1,105 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* LD_PRELOAD fault injection for libvirt clients under test: makes chosen libvirt calls fail
- * the way a busy or restarting libvirtd makes them fail, so that a test can show the daemon
- * survives it.  Knobs (environment, read at each call):
- *   COREHINT_FAULT_XMLDESC_FAILS=N   the first N virDomainGetXMLDesc calls return NULL
- * Every injected failure is said on stderr ("fault-libvirt: ..."), so a test can tell that
- * the fault was really met. */
+ * the way a busy, dying or restarting libvirtd makes them fail, so that a test can show the
+ * daemon survives it.  Knobs (environment, read at each call):
+ *   COREHINT_FAULT_XMLDESC_FAILS=N    the first N virDomainGetXMLDesc calls return NULL
+ *   COREHINT_FAULT_STATS_CLOSE_AT=N   the Nth virConnectGetAllDomainStats call runs the
+ *                                     connection's close callback and then fails, and the
+ *                                     connection reports itself dead from then on (what
+ *                                     libvirt does when libvirtd goes away during a call)
+ * Every injected fault is said on stderr ("fault-libvirt: ..."), so a test can tell that it
+ * was really met. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include <libvirt/libvirt.h>
 
-static unsigned long xmldesc_calls;
+static unsigned long xmldesc_calls, stats_calls;
+static virConnectCloseFunc close_cb;
+static void *close_opaque;
+static virConnectPtr dead_conn;
+
+#define REAL(name)                                                                                 \
+    (*(void **)&real_##name = real_##name ? (void *)real_##name : dlsym(RTLD_NEXT, #name))
+
+static unsigned long knob(const char *name)
+{
+    const char *v = getenv(name);
+
+    return v ? strtoul(v, NULL, 10) : 0;
+}
 
 char *virDomainGetXMLDesc(virDomainPtr domain, unsigned int flags)
 {
-    static char *(*real)(virDomainPtr, unsigned int);
-    const char *fails = getenv("COREHINT_FAULT_XMLDESC_FAILS");
+    static char *(*real_virDomainGetXMLDesc)(virDomainPtr, unsigned int);
 
-    if (!real)
-        *(void **)&real = dlsym(RTLD_NEXT, "virDomainGetXMLDesc");
-    if (fails && xmldesc_calls++ < strtoul(fails, NULL, 10)) {
+    if (xmldesc_calls++ < knob("COREHINT_FAULT_XMLDESC_FAILS")) {
         fprintf(stderr, "fault-libvirt: virDomainGetXMLDesc call %lu fails\n", xmldesc_calls);
         return NULL;
     }
-    return real ? real(domain, flags) : NULL;
+    return REAL(virDomainGetXMLDesc) ? real_virDomainGetXMLDesc(domain, flags) : NULL;
+}
+
+/* Remembered, so that a fault can run it; drivers without close callbacks (test:///) are
+ * told it worked. */
+int virConnectRegisterCloseCallback(virConnectPtr conn, virConnectCloseFunc cb, void *opaque,
+                                    virFreeCallback freecb)
+{
+    static int (*real_virConnectRegisterCloseCallback)(virConnectPtr, virConnectCloseFunc, void *,
+                                                       virFreeCallback);
+
+    close_cb = cb;
+    close_opaque = opaque;
+    if (REAL(virConnectRegisterCloseCallback))
+        real_virConnectRegisterCloseCallback(conn, cb, opaque, freecb);
+    return 0;
+}
+
+int virConnectUnregisterCloseCallback(virConnectPtr conn, virConnectCloseFunc cb)
+{
+    static int (*real_virConnectUnregisterCloseCallback)(virConnectPtr, virConnectCloseFunc);
+
+    close_cb = NULL;
+    if (REAL(virConnectUnregisterCloseCallback))
+        real_virConnectUnregisterCloseCallback(conn, cb);
+    return 0;
+}
+
+int virConnectGetAllDomainStats(virConnectPtr conn, unsigned int stats,
+                                virDomainStatsRecordPtr **retStats, unsigned int flags)
+{
+    static int (*real_virConnectGetAllDomainStats)(virConnectPtr, unsigned int,
+                                                   virDomainStatsRecordPtr **, unsigned int);
+
+    if (++stats_calls == knob("COREHINT_FAULT_STATS_CLOSE_AT")) {
+        fprintf(stderr, "fault-libvirt: virConnectGetAllDomainStats call %lu: connection closed\n",
+                stats_calls);
+        dead_conn = conn;
+        if (close_cb)
+            close_cb(conn, VIR_CONNECT_CLOSE_REASON_EOF, close_opaque);
+        return -1;
+    }
+    return REAL(virConnectGetAllDomainStats)
+               ? real_virConnectGetAllDomainStats(conn, stats, retStats, flags)
+               : -1;
+}
+
+int virConnectIsAlive(virConnectPtr conn)
+{
+    static int (*real_virConnectIsAlive)(virConnectPtr);
+
+    if (conn == dead_conn)
+        return 0;
+    return REAL(virConnectIsAlive) ? real_virConnectIsAlive(conn) : -1;
+}
+
+/* A later connection may get the same address. */
+int virConnectClose(virConnectPtr conn)
+{
+    static int (*real_virConnectClose)(virConnectPtr);
+
+    if (conn == dead_conn)
+        dead_conn = NULL;
+    return REAL(virConnectClose) ? real_virConnectClose(conn) : -1;
 }

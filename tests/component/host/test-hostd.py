@@ -606,6 +606,47 @@ def xml_read_failure_retried():
 
 
 @case
+def reconnect_after_close_inside_a_call():
+    """libvirt runs the connection's close callback inside a statistics call that then fails
+    (libvirtd died during the call; tests/lib/fault-libvirt.c): hostd drops the connection,
+    reconnects after its backoff, and samples again; before, the deferred teardown ate the
+    only retry and hostd never reconnected."""
+    lib = os.environ.get("FAULT_LIBVIRT", "")
+    check(os.path.exists(lib), "FAULT_LIBVIRT names the fault injection library: %r" % lib)
+    env = dict(os.environ, LD_PRELOAD=lib, COREHINT_FAULT_STATS_CLOSE_AT="3")
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+    with tempfile.TemporaryFile("w+") as log:
+        p = subprocess.Popen(argv(["--connect", "test:///default", "--foreground", "--interval-ms",
+                                   "200", "--dry-run", "--metrics-listen", "", "-v", "-v"]),
+                             stdout=subprocess.DEVNULL, stderr=log, text=True, env=env)
+
+        def text():
+            log.flush()
+            log.seek(0)
+            return log.read()
+
+        def decided_after_reconnect():
+            parts = text().split("(generation 2)", 1)
+            return len(parts) == 2 and "dry-run: test: preferred" in parts[1]
+        try:
+            # the backoff starts at 500 ms: a reconnect within seconds, not never
+            wait_for(lambda: decided_after_reconnect() or p.poll() is not None, 15, "a reconnect")
+        except Fail:
+            pass
+        finally:
+            p.send_signal(signal.SIGTERM)
+            p.wait(30 * SLOW)
+        t = text()
+    check("fault-libvirt: virConnectGetAllDomainStats call 3: connection closed" in t,
+          "the fault was injected: " + t[-2000:])
+    check("lost libvirt connection" in t, "the loss is logged: " + t[-2000:])
+    check("connected to test:///default (generation 2)" in t, "hostd reconnected: " + t[-3000:])
+    after = t.split("(generation 2)", 1)
+    check(len(after) == 2 and "dry-run: test: preferred" in after[1],
+          "hostd decides again after the reconnect: " + t[-2000:])
+
+
+@case
 def privilege_drop():
     """Started as root with --user nobody --groups libvirt-qemu: after start-up hostd holds
     no root id and no capability, reaches a channel socket through the extra group only, and
