@@ -76,6 +76,8 @@ static void send_hello(struct control *c)
     if (ch_cpuset_empty(&online))
         ch_cpuset_set(&online, 0); /* the codec insists; an unreadable online file is odd */
     ch_msg_guest_hello(&m, AGENT, &online, c->supported && c->writable);
+    governor_housekeeping_set(&online, &c->cur->isolated, &m.u.hello.housekeeping);
+    m.u.hello.has_housekeeping = !ch_cpuset_empty(&m.u.hello.housekeeping);
     send_msg(c, &m);
 }
 
@@ -283,11 +285,14 @@ static void on_lease_expired(void *arg)
 /* Host mode between hints: keep the hint's set within the online CPUs. */
 static bool follow_hotplug(struct control *c)
 {
-    ch_cpuset want;
+    ch_cpuset want, hkset, both;
     int hk = governor_housekeeping(&c->cur->online, &c->cur->isolated);
 
+    /* What is left of the hint must still hold a housekeeping CPU: the first one, if not. */
     ch_cpuset_and(&want, &c->host_set, &c->cur->online);
-    if (hk >= 0)
+    governor_housekeeping_set(&c->cur->online, &c->cur->isolated, &hkset);
+    ch_cpuset_and(&both, &want, &hkset);
+    if (hk >= 0 && ch_cpuset_empty(&both))
         ch_cpuset_set(&want, (unsigned)hk);
     if (ch_cpuset_equal(&want, &c->applied))
         return false;

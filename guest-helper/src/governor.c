@@ -35,6 +35,18 @@ int governor_housekeeping(const ch_cpuset *online, const ch_cpuset *isolated)
     return ch_cpuset_next(online, 0);
 }
 
+void governor_housekeeping_set(const ch_cpuset *online, const ch_cpuset *isolated, ch_cpuset *out)
+{
+    int first;
+
+    if (isolated)
+        ch_cpuset_andnot(out, online, isolated);
+    else
+        *out = *online;
+    if (ch_cpuset_empty(out) && (first = ch_cpuset_next(online, 0)) >= 0)
+        ch_cpuset_set(out, (unsigned)first);
+}
+
 /*
  * What v11 measures, and how we measure the same thing from userspace.  v11 takes the steal
  * time summed over all CPUs since the last run and divides it by the wall-clock time of the

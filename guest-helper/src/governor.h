@@ -29,6 +29,9 @@ void governor_core_of(const struct cpu_topology *t, const ch_cpuset *online, uns
  * online.  Its core is never removed and every host hint must contain it.
  */
 int governor_housekeeping(const ch_cpuset *online, const ch_cpuset *isolated);
+/* Every housekeeping CPU: the online CPUs that are not isolated, or, when all are, the first
+ * online CPU (what governor_housekeeping() falls back to).  Empty only when online is. */
+void governor_housekeeping_set(const ch_cpuset *online, const ch_cpuset *isolated, ch_cpuset *out);
 
 struct governor_params {
     uint32_t high; /* steal_pct_x100 above which one core is removed */

@@ -55,9 +55,13 @@ enum hint_verdict hint_check(const struct ch_hint *h, const ch_cpuset *online,
         snprintf(msg, msglen, "%s %s not online", what, ch_cpuset_count(&off) == 1 ? "is" : "are");
         return HINT_NOT_ONLINE;
     }
-    int hk = governor_housekeeping(online, isolated);
-    if (hk >= 0 && !ch_cpuset_test(&h->cpus, (unsigned)hk)) {
-        snprintf(msg, msglen, "cpus lack the housekeeping cpu %d", hk);
+    /* The kernel takes any set holding one housekeeping CPU (PROTOCOL.md 5.1). */
+    ch_cpuset hk, both;
+    governor_housekeeping_set(online, isolated, &hk);
+    ch_cpuset_and(&both, &h->cpus, &hk);
+    if (!ch_cpuset_empty(&hk) && ch_cpuset_empty(&both)) {
+        describe(&hk, what, sizeof(what));
+        snprintf(msg, msglen, "cpus hold no housekeeping cpu (the housekeeping %s)", what);
         return HINT_NO_HOUSEKEEPING;
     }
     return HINT_OK;

@@ -263,6 +263,19 @@ json_object *act_channel_json(const struct act_vm *v)
     return o;
 }
 
+void act_annotate(const struct actuator *a, struct snapshot *s)
+{
+    for (unsigned i = 0; i < s->ndom; i++) {
+        struct snap_dom *d = &s->dom[i];
+        const struct act_vm *v;
+
+        if (!ch_cpuset_empty(&d->housekeeping) || !(v = act_find(a, d->uuid)) || !v->ch ||
+            !v->ch->has_hello || !v->ch->hello.has_housekeeping)
+            continue;
+        d->housekeeping = v->ch->hello.housekeeping;
+    }
+}
+
 void act_finalise(struct actuator *a)
 {
     for (unsigned i = 0; i < a->nvm; i++)

@@ -53,6 +53,9 @@ void act_init(struct actuator *a, struct event_base *base, const struct hd_confi
  */
 unsigned act_apply(struct actuator *a, const struct engine *e, virConnectPtr vc);
 const struct act_vm *act_find(const struct actuator *a, const char *uuid);
+/* Give every domain of s whose housekeeping CPUs are unknown the ones its guest's hello
+ * reported (before the snapshot is recorded and decided on; a replayed trace's own win). */
+void act_annotate(const struct actuator *a, struct snapshot *s);
 /* {"ok","failed","applied","error"} of a domain's qemu-ga actuator, NULL when unused. */
 json_object *act_agent_json(const struct act_vm *v);
 /* JSON description of a domain's channel for /status (NULL when it has none). */

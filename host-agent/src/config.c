@@ -45,6 +45,8 @@ static const struct knob knobs[] = {
     KU("shrink_after", shrink_after, 1, 1000, "intervals of contention before shrinking"),
     KB("use_shares", use_shares, "weight from libvirt <shares> when set"),
     KD("saturated", saturated, 0.5, 1.0, "busy share of k at which demand is censored"),
+    KD("replace_margin", replace_margin, 0.0, 8.0,
+       "CPUs a fresh placement must take off the busiest pCPU to replace the current one"),
     KD("compliance_run", compliance_run, 0.0, 1.0,
        "run share of a non-preferred vCPU that violates"),
     KU("compliance_intervals", compliance_intervals, 1, 1000,
@@ -81,6 +83,7 @@ void cfg_defaults(struct hd_config *c)
     c->shrink_after = 2;
     c->use_shares = true;
     c->saturated = 0.95;
+    c->replace_margin = 0.25;
     c->compliance_run = 0.05;
     c->compliance_intervals = 3;
     c->lease_intervals = 3;

@@ -39,6 +39,7 @@ struct hd_config {
     unsigned shrink_after;         /* intervals of contention before a shrink takes effect */
     bool use_shares;               /* weight from libvirt <shares> when the XML sets it */
     double saturated;              /* preferred vCPUs busier than this share of k are censored */
+    double replace_margin;         /* CPUs a fresh placement must save on the busiest pCPU */
     double compliance_run;         /* a non-preferred vCPU running more than this is a violation */
     unsigned compliance_intervals; /* consecutive violating intervals = non-compliant */
     /* delivery */

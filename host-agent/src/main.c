@@ -293,6 +293,7 @@ static void sample(struct hostd *h)
                 (unsigned long long)took);
     }
     h->samples++;
+    act_annotate(&h->act, s);
     if ((rc = eng_feed(&h->eng, s, conn_generation(h->conn))) < 0)
         log_msg(LOG_LVL_ERR, "decision failed: %s", strerror(-rc));
     else if (rc > 0 && h->delivering)
@@ -340,6 +341,8 @@ static void replay_step(struct hostd *h)
         }
         log_msg(LOG_LVL_INFO, "end of %s: holding the last decision", h->cfg.replay);
     }
+    if (!h->replay_done)
+        act_annotate(&h->act, s);
     if (!h->replay_done && eng_feed(&h->eng, s, 0) > 0) {
         if (!h->cfg.dry_run)
             enf_apply(&h->enf, &h->eng, NULL);

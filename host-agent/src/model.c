@@ -60,6 +60,7 @@ static int dom_build(struct model_dom *md, const struct snap_dom *cur, const str
     md->threads = cur->threads ? cur->threads : 1;
     md->shares = cur->shares;
     memcpy(md->channel, cur->channel, sizeof(md->channel));
+    md->housekeeping = cur->housekeeping;
     md->vcpu = calloc(cur->nvcpu ? cur->nvcpu : 1, sizeof(*md->vcpu));
     if (!md->vcpu)
         return -ENOMEM;

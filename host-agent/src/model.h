@@ -30,6 +30,7 @@ struct model_dom {
     unsigned threads;
     unsigned shares;
     char channel[SNAP_PATH_MAX]; /* org.corehint.0 socket, "" when none */
+    ch_cpuset housekeeping;      /* from the guest's hello; empty: unknown */
     unsigned nvcpu;              /* online vCPUs */
     struct model_vcpu *vcpu;     /* sorted by id */
     double run, wait, demand;    /* sums over the vCPUs, in CPUs */

@@ -36,8 +36,7 @@ struct wf_item {
 
 struct core {
     unsigned first, n; /* index range into the domain's vcpu array */
-    double score;
-    bool has0, in_prev;
+    bool has_hk, in_prev, taken;
     unsigned index;
 };
 
@@ -75,56 +74,122 @@ static void waterfill(struct wf_item *it, unsigned n, double cap)
     }
 }
 
-static int cmp_core(const void *a, const void *b)
+/* The vCPUs of d that may carry its housekeeping work: what its guest reported, else (an older
+ * helper, qemu-ga, no guest) its lowest vCPU, as the protocol says. */
+static void housekeeping_of(const struct model_dom *d, ch_cpuset *out)
 {
-    const struct core *x = a, *y = b;
-
-    if (x->has0 != y->has0)
-        return x->has0 ? -1 : 1;
-    if (x->in_prev != y->in_prev)
-        return x->in_prev ? -1 : 1;
-    if (x->score != y->score)
-        return x->score < y->score ? -1 : 1;
-    return x->index < y->index ? -1 : x->index > y->index;
+    ch_cpuset_zero(out);
+    for (unsigned i = 0; i < d->nvcpu; i++)
+        if (ch_cpuset_test(&d->housekeeping, d->vcpu[i].id))
+            ch_cpuset_set(out, d->vcpu[i].id);
+    if (ch_cpuset_empty(out) && d->nvcpu)
+        ch_cpuset_set(out, d->vcpu[0].id);
 }
 
-/*
- * Pick k vCPUs of d: the core holding its first vCPU (the housekeeping CPU) always, then whole
- * cores (SMT siblings together) whose pCPUs are least loaded.  Members of the previous set
- * rank first so that growing adds to it and shrinking keeps a subset of it.
- */
-static void choose(const struct model_dom *d, unsigned k, const ch_cpuset *prev, const double *load,
-                   unsigned npcpu, struct core *cores, ch_cpuset *out)
+/* d's vCPUs grouped by core (SMT siblings together); returns the number of cores. */
+static unsigned group_cores(const struct model_dom *d, const ch_cpuset *hk, const ch_cpuset *prev,
+                            struct core *cores)
 {
-    unsigned threads = d->threads ? d->threads : 1, ncore = 0, got = 0;
+    unsigned threads = d->threads ? d->threads : 1, ncore = 0;
 
-    ch_cpuset_zero(out);
     for (unsigned i = 0; i < d->nvcpu;) {
-        struct core *c = &cores[ncore];
-        unsigned id = d->vcpu[i].id / threads, known = 0;
+        struct core *c = &cores[ncore++];
+        unsigned id = d->vcpu[i].id / threads;
 
         memset(c, 0, sizeof(*c));
         c->first = i;
         c->index = id;
-        c->has0 = i == 0;
         while (i < d->nvcpu && d->vcpu[i].id / threads == id) {
-            int h = d->vcpu[i].home;
-            if (h >= 0 && (unsigned)h < npcpu) {
-                c->score += load[h];
-                known++;
-            }
+            c->has_hk |= ch_cpuset_test(hk, d->vcpu[i].id);
             c->in_prev |= prev && ch_cpuset_test(prev, d->vcpu[i].id);
             c->n++;
             i++;
         }
-        if (known)
-            c->score /= known;
-        ncore++;
     }
-    qsort(cores, ncore, sizeof(*cores), cmp_core);
-    for (unsigned c = 0; c < ncore && got < k; c++)
-        for (unsigned v = 0; v < cores[c].n; v++, got++)
-            ch_cpuset_set(out, d->vcpu[cores[c].first + v].id);
+    return ncore;
+}
+
+/* Mean booked load of the pCPUs a core's vCPUs sit on; 0 when none is known (floating). */
+static double core_load(const struct model_dom *d, const struct core *c, const double *load,
+                        unsigned npcpu)
+{
+    double sum = 0;
+    unsigned known = 0;
+
+    for (unsigned v = c->first; v < c->first + c->n; v++) {
+        int h = d->vcpu[v].home;
+        if (h >= 0 && (unsigned)h < npcpu) {
+            sum += load[h];
+            known++;
+        }
+    }
+    return known ? sum / known : 0;
+}
+
+/* Book u CPUs for each vCPU of set on its pCPU. */
+static void book(const struct model_dom *d, const ch_cpuset *set, double u, double *load,
+                 unsigned npcpu)
+{
+    for (unsigned i = 0; i < d->nvcpu; i++) {
+        int h = d->vcpu[i].home;
+        if (h >= 0 && (unsigned)h < npcpu && ch_cpuset_test(set, d->vcpu[i].id))
+            load[h] += u;
+    }
+}
+
+/*
+ * Pick k of d's vCPUs, whole cores at a time, each time the core whose pCPUs carry the least
+ * booked load, and book the VM's per-vCPU share there at once, so that its own cores spread
+ * too.  The first core holds a housekeeping vCPU (the kernel refuses a set without one).
+ * Ties: a core of the previous set, then a housekeeping core, then the lower core number.
+ */
+static void pick(const struct model_dom *d, unsigned k, double u, const ch_cpuset *prev,
+                 double *load, unsigned npcpu, struct core *cores, ch_cpuset *out)
+{
+    ch_cpuset hk;
+    unsigned ncore, got = 0;
+    bool need_hk = true;
+
+    housekeeping_of(d, &hk);
+    ncore = group_cores(d, &hk, prev, cores);
+    ch_cpuset_zero(out);
+    while (got < k) {
+        int best = -1;
+        double best_load = 0;
+
+        for (unsigned c = 0; c < ncore; c++) {
+            const struct core *x = &cores[c];
+            if (x->taken || (need_hk && !x->has_hk))
+                continue;
+            double l = core_load(d, x, load, npcpu);
+            if (best >= 0) {
+                const struct core *y = &cores[best];
+                if (l > best_load + EPS)
+                    continue;
+                if (l >= best_load - EPS && (x->in_prev != y->in_prev ? y->in_prev
+                                             : x->has_hk != y->has_hk ? y->has_hk
+                                                                      : true))
+                    continue; /* a tie the incumbent wins (it also has the lower number) */
+            }
+            best = (int)c;
+            best_load = l;
+        }
+        if (best < 0) {
+            if (!need_hk)
+                break; /* cannot happen: k <= nvcpu */
+            need_hk = false;
+            continue;
+        }
+        cores[best].taken = true;
+        need_hk = false;
+        for (unsigned v = cores[best].first; v < cores[best].first + cores[best].n && got < k;
+             v++, got++) {
+            ch_cpuset_set(out, d->vcpu[v].id);
+            int h = d->vcpu[v].home;
+            if (h >= 0 && (unsigned)h < npcpu)
+                load[h] += u;
+        }
+    }
 }
 
 static void all_vcpus(const struct model_dom *d, ch_cpuset *out)
@@ -307,31 +372,121 @@ static const struct pol_decision *prev_find(const struct pol_decision *prev, uns
     return NULL;
 }
 
-/* Decide which vCPUs, then book their expected use on their pCPUs so that the next VM of a
- * contended pool prefers other pCPUs. */
-static void place(struct work *w, double *load, unsigned npcpu, struct core *cores)
+/* Per-vCPU share a shrunk VM books on the pCPUs of its preferred vCPUs. */
+static double share(const struct pol_decision *o)
 {
-    struct pol_decision *o = w->out;
-    const struct model_dom *d = w->d;
+    return o->count ? o->entitlement / o->count : 0;
+}
 
-    if (o->count >= d->nvcpu)
-        all_vcpus(d, &o->preferred);
-    else if (o->count == w->prev_k && w->prev_valid)
-        o->preferred = w->prev->preferred;
-    else
-        choose(d, o->count, w->prev_valid ? &w->prev->preferred : NULL, load, npcpu, cores,
-               &o->preferred);
-    o->age = w->prev && ch_cpuset_equal(&o->preferred, &w->prev->preferred) ? w->prev->age + 1 : 0;
-    if (!o->contended || o->count == 0)
-        return;
-    for (unsigned i = 0; i < d->nvcpu; i++) {
-        int h = d->vcpu[i].home;
-        if (h < 0 || (unsigned)h >= npcpu)
+/* Larger share first (the longest-processing-time rule of makespan scheduling); uuid order
+ * keeps equal ones deterministic. */
+static int cmp_share(const void *a, const void *b)
+{
+    const struct work *x = *(struct work *const *)a, *y = *(struct work *const *)b;
+    double sx = share(x->out), sy = share(y->out);
+
+    if (sx != sy)
+        return sx > sy ? -1 : 1;
+    return strcmp(x->d->uuid, y->d->uuid);
+}
+
+/* The previous set still fits: same count, online vCPUs only, holds a housekeeping vCPU. */
+static bool can_keep(const struct work *w)
+{
+    ch_cpuset hk, both;
+
+    if (!w->prev_valid || w->out->count != w->prev_k)
+        return false;
+    housekeeping_of(w->d, &hk);
+    ch_cpuset_and(&both, &w->prev->preferred, &hk);
+    return !ch_cpuset_empty(&both);
+}
+
+static double busiest(const double *load, const struct model_pool *pool)
+{
+    double max = 0;
+
+    pset_foreach(p, &pool->pcpus) if (load[p] > max) max = load[p];
+    return max;
+}
+
+/*
+ * Which vCPUs each VM of one pool prefers: an assignment that balances the entitled load per
+ * pCPU.  The VMs' own measured demand is taken off the pCPUs first (what stays is load
+ * corehint does not move), then every shrunk VM books its share, entitlement / count, on the
+ * pCPUs of the vCPUs it gets.  Two candidates: keep every previous set that still fits and
+ * place only the rest ("current"), or place every VM afresh in order of decreasing share
+ * ("fresh", previous sets winning ties).  The fresh one replaces the current one when it takes
+ * more than replace_margin CPUs off the busiest pCPU: a stacked placement is repaired at once,
+ * a good one is not churned by noise.
+ */
+static int assign_pool(struct work *v, unsigned cnt, const struct model_pool *pool, double *load,
+                       unsigned npcpu, struct core *cores, const struct hd_config *cfg)
+{
+    struct work **order = calloc(cnt + 1, sizeof(*order));
+    ch_cpuset *fresh = calloc(cnt + 1, sizeof(*fresh));
+    double *cur = calloc(npcpu + 1, sizeof(*cur)), *alt = calloc(npcpu + 1, sizeof(*alt));
+    unsigned n = 0;
+    int rc = -ENOMEM;
+
+    if (!order || !fresh || !cur || !alt)
+        goto out;
+    for (unsigned i = 0; i < cnt; i++) {
+        struct work *w = &v[i];
+        const struct model_dom *d = w->d;
+
+        if (!w->out->contended || w->out->count == 0)
             continue;
-        load[h] -= d->vcpu[i].demand;
-        if (ch_cpuset_test(&o->preferred, d->vcpu[i].id))
-            load[h] += o->entitlement / o->count;
+        for (unsigned j = 0; j < d->nvcpu; j++) {
+            int h = d->vcpu[j].home;
+            if (h >= 0 && (unsigned)h < npcpu)
+                load[h] -= d->vcpu[j].demand;
+        }
     }
+    for (unsigned i = 0; i < cnt; i++) {
+        struct work *w = &v[i];
+
+        if (w->out->count >= w->d->nvcpu || w->out->count == 0 || !w->out->contended) {
+            if (w->out->count >= w->d->nvcpu || !w->out->contended)
+                all_vcpus(w->d, &w->out->preferred);
+            else
+                ch_cpuset_zero(&w->out->preferred);
+            if (w->out->contended && w->out->count)
+                book(w->d, &w->out->preferred, share(w->out), load, npcpu);
+            continue;
+        }
+        order[n++] = w;
+    }
+    qsort(order, n, sizeof(*order), cmp_share);
+    memcpy(cur, load, npcpu * sizeof(*cur));
+    memcpy(alt, load, npcpu * sizeof(*alt));
+    for (unsigned i = 0; i < n; i++)
+        if (can_keep(order[i])) {
+            order[i]->out->preferred = order[i]->prev->preferred;
+            book(order[i]->d, &order[i]->out->preferred, share(order[i]->out), cur, npcpu);
+        }
+    for (unsigned i = 0; i < n; i++) {
+        struct work *w = order[i];
+        const ch_cpuset *prev = w->prev_valid ? &w->prev->preferred : NULL;
+
+        if (!can_keep(w))
+            pick(w->d, w->out->count, share(w->out), prev, cur, npcpu, cores, &w->out->preferred);
+        pick(w->d, w->out->count, share(w->out), prev, alt, npcpu, cores, &fresh[i]);
+    }
+    if (busiest(cur, pool) > busiest(alt, pool) + cfg->replace_margin) {
+        for (unsigned i = 0; i < n; i++)
+            order[i]->out->preferred = fresh[i];
+        memcpy(load, alt, npcpu * sizeof(*load));
+    } else {
+        memcpy(load, cur, npcpu * sizeof(*load));
+    }
+    rc = 0;
+out:
+    free(order);
+    free(fresh);
+    free(cur);
+    free(alt);
+    return rc;
 }
 
 int pol_step(const struct model *m, const struct hd_config *cfg, const struct pol_decision *prev,
@@ -373,9 +528,15 @@ int pol_step(const struct model *m, const struct hd_config *cfg, const struct po
         unsigned cnt = start[p + 1] - start[p];
 
         entitle(v, cnt, m->pool[p].ncpu, cfg, items);
-        for (unsigned i = 0; i < cnt; i++) {
+        for (unsigned i = 0; i < cnt; i++)
             decide_count(&v[i], cfg);
-            place(&v[i], load, m->npcpu, cores);
+        if (assign_pool(v, cnt, &m->pool[p], load, m->npcpu, cores, cfg) < 0)
+            goto cleanup;
+        for (unsigned i = 0; i < cnt; i++) {
+            struct pol_decision *o = v[i].out;
+            const struct pol_decision *pr = v[i].prev;
+
+            o->age = pr && ch_cpuset_equal(&o->preferred, &pr->preferred) ? pr->age + 1 : 0;
             compliance(&v[i], cfg);
         }
     }

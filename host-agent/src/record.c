@@ -68,6 +68,11 @@ char *rec_format(const struct snapshot *s)
         json_object_object_add(o, "shares", json_object_new_int64(d->shares));
         if (d->channel[0])
             json_object_object_add(o, "channel", json_object_new_string(d->channel));
+        if (!ch_cpuset_empty(&d->housekeeping)) {
+            char hk[CH_CPULIST_MAX_LEN];
+            if (ch_cpulist_format(&d->housekeeping, hk, sizeof(hk)) >= 0)
+                json_object_object_add(o, "housekeeping", json_object_new_string(hk));
+        }
         for (unsigned v = 0; v < d->nvcpu; v++)
             json_object_array_add(vs, vcpu_json(&d->vcpu[v]));
         json_object_object_add(o, "vcpus", vs);
@@ -216,6 +221,14 @@ static int parse_dom(json_object *o, struct snap_dom *d, unsigned npcpu, char *e
     d->state = (int)state;
     if (d->threads == 0)
         d->threads = 1;
+    char hk[CH_CPULIST_MAX_LEN] = "";
+    if ((rc = get_str(o, "housekeeping", hk, sizeof(hk), false, err, errlen)) < 0)
+        return rc;
+    if (hk[0] && (ch_cpulist_parse(hk, strlen(hk), &d->housekeeping) < 0 ||
+                  ch_cpuset_empty(&d->housekeeping))) {
+        snprintf(err, errlen, "domain %s: bad \"housekeeping\" \"%s\"", d->name, hk);
+        return -EINVAL;
+    }
     if (!json_object_object_get_ex(o, "vcpus", &vs) || !json_object_is_type(vs, json_type_array)) {
         snprintf(err, errlen, "domain %s: \"vcpus\" must be an array", d->name);
         return -EINVAL;

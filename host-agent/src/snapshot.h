@@ -65,6 +65,9 @@ struct snap_dom {
     unsigned threads;            /* guest topology threads per core, >= 1 */
     unsigned shares;             /* explicit <cputune><shares>, 0 when the XML sets none */
     char channel[SNAP_PATH_MAX]; /* socket of the org.corehint.0 channel, "" when none */
+    /* The guest's housekeeping CPUs as its helper's hello gave them; empty when unknown (the
+     * policy then keeps the lowest vCPU in every set). */
+    ch_cpuset housekeeping;
     unsigned nvcpu;
     struct snap_vcpu *vcpu; /* sorted by id */
 };

@@ -143,7 +143,8 @@ static int get_cpulist(struct dec *d, const char *key, bool nonempty, ch_cpuset 
         return refuse(d, CH_DEC_MISSING_FIELD, key);
     if (!json_object_is_type(f, json_type_string))
         return refuse(d, CH_DEC_BAD_FIELD, key);
-    if (ch_cpulist_parse(json_object_get_string(f), (size_t)json_object_get_string_len(f), out) < 0 ||
+    if (ch_cpulist_parse(json_object_get_string(f), (size_t)json_object_get_string_len(f), out) <
+            0 ||
         (nonempty && ch_cpuset_empty(out)))
         return refuse(d, CH_DEC_BAD_CPULIST, key);
     return 0;
@@ -193,7 +194,16 @@ static int decode_hello(struct dec *d, struct ch_hello *h)
         return 0;
     if (get_cpulist(d, "online", true, &h->online) < 0)
         return -EINVAL;
-    return get_bool(d, "writable", &h->writable);
+    if (get_bool(d, "writable", &h->writable) < 0)
+        return -EINVAL;
+    h->has_housekeeping = json_object_object_get_ex(d->obj, "housekeeping", NULL);
+    if (!h->has_housekeeping)
+        return 0;
+    if (get_cpulist(d, "housekeeping", true, &h->housekeeping) < 0)
+        return -EINVAL;
+    if (!ch_cpuset_subset(&h->housekeeping, &h->online))
+        return refuse(d, CH_DEC_BAD_CPULIST, "housekeeping");
+    return 0;
 }
 
 static int decode_hint(struct dec *d, struct ch_hint *h)
@@ -407,7 +417,8 @@ static int encode_body(const struct ch_msg *m, json_object *o)
         const struct ch_hello *h = &m->u.hello;
         if (!valid_str(h->agent, CH_AGENT_MAX, false))
             return -EINVAL;
-        if ((rc = add(o, "role", json_object_new_string(h->role == CH_ROLE_HOST ? "host" : "guest"))) ||
+        if ((rc = add(o, "role",
+                      json_object_new_string(h->role == CH_ROLE_HOST ? "host" : "guest"))) ||
             (rc = add(o, "agent", json_object_new_string(h->agent))))
             return rc;
         if (h->max_v > 1 && (rc = add_u64(o, "max_v", h->max_v)))
@@ -418,6 +429,13 @@ static int encode_body(const struct ch_msg *m, json_object *o)
             return -EINVAL;
         if ((rc = add_cpulist(o, "online", &h->online)))
             return rc;
+        if (h->has_housekeeping) {
+            if (ch_cpuset_empty(&h->housekeeping) ||
+                !ch_cpuset_subset(&h->housekeeping, &h->online))
+                return -EINVAL;
+            if ((rc = add_cpulist(o, "housekeeping", &h->housekeeping)))
+                return rc;
+        }
         return add(o, "writable", json_object_new_boolean(h->writable));
     }
     case CH_MSG_HINT: {
@@ -444,7 +462,8 @@ static int encode_body(const struct ch_msg *m, json_object *o)
         if (!valid_str(e->code, CH_CODE_MAX, false) || !kebab(e->code) ||
             !valid_str(e->message, CH_MESSAGE_MAX, false))
             return -EINVAL;
-        if ((rc = add_u64(o, "seq", e->seq)) || (rc = add(o, "code", json_object_new_string(e->code))))
+        if ((rc = add_u64(o, "seq", e->seq)) ||
+            (rc = add(o, "code", json_object_new_string(e->code))))
             return rc;
         return add(o, "message", json_object_new_string(e->message));
     }

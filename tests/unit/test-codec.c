@@ -75,6 +75,9 @@ static const struct {
     {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"\",\"writable\":true}", CH_DEC_BAD_CPULIST, "online", 0},
     {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0-1\"}", CH_DEC_MISSING_FIELD, "writable", 0},
     {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0-1\",\"writable\":1}", CH_DEC_BAD_FIELD, "writable", 0},
+    {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0-1\",\"writable\":true,\"housekeeping\":\"\"}", CH_DEC_BAD_CPULIST, "housekeeping", 0},
+    {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0-1\",\"writable\":true,\"housekeeping\":\"1-2\"}", CH_DEC_BAD_CPULIST, "housekeeping", 0},
+    {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0-1\",\"writable\":true,\"housekeeping\":1}", CH_DEC_BAD_FIELD, "housekeeping", 0},
     {"{\"v\":1,\"type\":\"status\",\"applied\":\"0\",\"mode\":\"host\",\"steal_pct_x100\":0}", CH_DEC_MISSING_FIELD, "seq", 0},
     {"{\"v\":1,\"type\":\"status\",\"seq\":2,\"applied\":\"x\",\"mode\":\"host\",\"steal_pct_x100\":0}", CH_DEC_BAD_CPULIST, "applied", 2},
     {"{\"v\":1,\"type\":\"status\",\"seq\":2,\"applied\":\"0\",\"mode\":\"turbo\",\"steal_pct_x100\":0}", CH_DEC_BAD_FIELD, "mode", 2},
@@ -129,6 +132,13 @@ TEST(decoded_fields)
     CHECK(!m.u.hello.writable);
     ch_cpulist_format(&m.u.hello.online, buf, sizeof(buf));
     CHECK_STR(buf, "0-3,6");
+    CHECK(!m.u.hello.has_housekeeping);
+    l = "{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g/1\",\"online\":\"0-3\","
+        "\"writable\":true,\"housekeeping\":\"1,3\"}";
+    CHECK_INT(ch_decode(l, strlen(l), &m, NULL), 0);
+    CHECK(m.u.hello.has_housekeeping);
+    ch_cpulist_format(&m.u.hello.housekeeping, buf, sizeof(buf));
+    CHECK_STR(buf, "1,3");
 
     l = "{\"v\":1,\"type\":\"hint\",\"seq\":18446744073709551615,\"cpus\":\"0,2\",\"lease_ms\":3000}";
     CHECK_INT(ch_decode(l, strlen(l), &m, NULL), 0);
@@ -170,7 +180,7 @@ TEST(embedded_nul_refused)
 
 TEST(encode_round_trips)
 {
-    struct ch_msg in[5], out;
+    struct ch_msg in[6], out;
     ch_cpuset set;
     char buf[CH_LINE_MAX];
 
@@ -180,6 +190,9 @@ TEST(encode_round_trips)
     ch_msg_hint(&in[2], 42, &set, 3000, "contention");
     ch_msg_status(&in[3], 42, &set, CH_MODE_FALLBACK, 250);
     ch_msg_error(&in[4], 42, "not-online", "cpu \"7\" is not online / gone");
+    ch_msg_guest_hello(&in[5], "corehint-guestd/0.1.0", &set, true);
+    ch_cpulist_parse("1-2", 3, &in[5].u.hello.housekeeping);
+    in[5].u.hello.has_housekeeping = true;
     for (size_t i = 0; i < ARRAY_SIZE(in); i++) {
         int len = ch_encode(&in[i], buf, sizeof(buf));
         CHECK(len > 0);

@@ -20,9 +20,10 @@ static const struct {
     {"0-3", "", 0, 1, "0,7", HINT_NOT_ONLINE, "cpu 7 is not online"},
     {"0-3", "", 0, 1, "0-5,9", HINT_NOT_ONLINE, "cpus 4-5,9 are not online"},
     {"0,2-3", "", 0, 1, "0-1", HINT_NOT_ONLINE, "cpu 1 is not online"},
-    {"0-3", "", 0, 1, "1-3", HINT_NO_HOUSEKEEPING, "cpus lack the housekeeping cpu 0"},
-    /* CPU 0 offline: the first online CPU is the housekeeping one */
-    {"1-3", "", 0, 1, "2-3", HINT_NO_HOUSEKEEPING, "cpus lack the housekeeping cpu 1"},
+    /* nothing isolated: every online CPU is a housekeeping CPU, any of them will do */
+    {"0-3", "", 0, 1, "1-3", HINT_OK, ""},
+    {"0-3", "", 0, 1, "3", HINT_OK, ""},
+    {"1-3", "", 0, 1, "2-3", HINT_OK, ""},
     {"1-3", "", 0, 1, "1", HINT_OK, ""},
     {"0-3", "", 5, 5, "0", HINT_STALE_SEQ, "seq 5 is not above the last applied seq 5"},
     {"0-3", "", 5, 4, "0", HINT_STALE_SEQ, "seq 4 is not above the last applied seq 5"},
@@ -30,9 +31,13 @@ static const struct {
     {"0-3", "", 9, 2, "7", HINT_STALE_SEQ, "seq 2 is not above the last applied seq 9"},
     {"0-3", "", 0, 1, "", HINT_EMPTY, "empty cpu list"},
     {"0-3", "", UINT64_MAX - 1, UINT64_MAX, "0", HINT_OK, ""},
-    /* isolcpus=0 / nohz_full=0-1: the first CPU the kernel keeps for itself is housekeeping */
+    /* isolcpus= / nohz_full=: the CPUs the kernel keeps for itself are the housekeeping ones */
     {"0-3", "0", 0, 1, "1-3", HINT_OK, ""},
-    {"0-3", "0-1", 0, 1, "0-1", HINT_NO_HOUSEKEEPING, "cpus lack the housekeeping cpu 2"},
+    {"0-3", "0-1", 0, 1, "0-1", HINT_NO_HOUSEKEEPING,
+     "cpus hold no housekeeping cpu (the housekeeping cpus 2-3)"},
+    {"0-3", "0-1", 0, 1, "1,3", HINT_OK, ""},
+    {"0-3", "1-3", 0, 1, "1-2", HINT_NO_HOUSEKEEPING,
+     "cpus hold no housekeeping cpu (the housekeeping cpu 0)"},
     /* everything isolated: back to the first online CPU */
     {"0-3", "0-3", 0, 1, "0", HINT_OK, ""},
 };

@@ -522,7 +522,8 @@ TEST(a_neighbour_dipping_for_one_interval_costs_one_blip)
         if (b.dec[0].count == 1)
             back = s;
     }
-    CHECK_MSG(back >= 1 && back <= b.cfg.shrink_after + 1, "a back at 1 vCPU after %u intervals", back);
+    CHECK_MSG(back >= 1 && back <= b.cfg.shrink_after + 1, "a back at 1 vCPU after %u intervals",
+              back);
     CHECK_INT(closed_loop(&b, busy, 2, 30, 0), 0);
     CHECK_INT(b.dec[0].count, 1);
     CHECK_INT(b.dec[1].count, 1);
@@ -611,4 +612,164 @@ TEST(min_cpus_and_vcpu_zero)
     CHECK_INT(b.dec[0].count, 2);
     CHECK(ch_cpuset_test(&b.dec[0].preferred, 0));
     bed_free(&b);
+}
+
+/* Every VM of the bed reports every vCPU as a housekeeping CPU (a current guest helper). */
+static void all_housekeeping(struct bed *b)
+{
+    for (unsigned i = 0; i < b->m.ndom; i++)
+        for (unsigned v = 0; v < b->m.dom[i].nvcpu; v++)
+            ch_cpuset_set(&b->m.dom[i].housekeeping, b->m.dom[i].vcpu[v].id);
+}
+
+/* The entitled load the decisions put on each pCPU: entitlement / count per preferred vCPU on
+ * its home; returns the busiest pCPU's. */
+static double booked_max(const struct bed *b, double *max_share)
+{
+    double load[64] = {0}, max = 0;
+
+    *max_share = 0;
+    for (unsigned i = 0; i < b->m.ndom; i++) {
+        const struct pol_decision *o = &b->dec[i];
+        double u = o->count ? o->entitlement / o->count : 0;
+        if (u > *max_share)
+            *max_share = u;
+        for (unsigned v = 0; v < b->m.dom[i].nvcpu; v++)
+            if (ch_cpuset_test(&o->preferred, b->m.dom[i].vcpu[v].id))
+                load[b->m.dom[i].vcpu[v].home] += u;
+    }
+    for (unsigned p = 0; p < b->m.npcpu; p++)
+        if (load[p] > max)
+            max = load[p];
+    return max;
+}
+
+TEST(pinned_demo_layout_one_vm_per_pcpu)
+{
+    struct bed b;
+
+    /* the demo: 2 host CPUs, two busy 2-vCPU guests, vCPU n of both pinned to host CPU n */
+    bed_init(&b, 2, 2);
+    bed_dom(&b, 0, "one", 2, 0.5, 0.5, "pin");
+    bed_dom(&b, 1, "two", 2, 0.5, 0.5, "pin");
+    all_housekeeping(&b);
+    b.cfg.shrink_after = 1;
+    step(&b);
+    CHECK_INT(b.dec[0].count, 1);
+    CHECK_INT(b.dec[1].count, 1);
+    CHECK_MSG(!ch_cpuset_equal(&b.dec[0].preferred, &b.dec[1].preferred),
+              "both guests prefer vCPU %s: stacked on one host CPU", pref(&b, 0));
+    /* the next interval, same load: nothing moves */
+    ch_cpuset first = b.dec[0].preferred;
+    step(&b);
+    CHECK(ch_cpuset_equal(&b.dec[0].preferred, &first));
+    CHECK(!ch_cpuset_equal(&b.dec[0].preferred, &b.dec[1].preferred));
+    bed_free(&b);
+}
+
+TEST(housekeeping_cpu_honoured)
+{
+    struct bed b;
+
+    /* helpers that report no housekeeping CPUs: vCPU 0 must stay in every set, even stacked */
+    bed_init(&b, 2, 2);
+    bed_dom(&b, 0, "one", 2, 0.5, 0.5, "pin");
+    bed_dom(&b, 1, "two", 2, 0.5, 0.5, "pin");
+    b.cfg.shrink_after = 1;
+    step(&b);
+    CHECK_STR(pref(&b, 0), "0");
+    CHECK_STR(pref(&b, 1), "0");
+    bed_free(&b);
+
+    /* a guest whose housekeeping CPUs are 2-3 (nohz_full=0-1) gets one of them */
+    bed_init(&b, 4, 2);
+    bed_dom(&b, 0, "a", 4, 0.5, 0.5, "pin");
+    bed_dom(&b, 1, "b", 4, 0.5, 0.5, "pin");
+    ch_cpulist_parse("2-3", 3, &b.m.dom[0].housekeeping);
+    ch_cpulist_parse("0-3", 3, &b.m.dom[1].housekeeping);
+    b.cfg.shrink_after = 1;
+    step(&b);
+    CHECK_INT(b.dec[0].count, 2);
+    CHECK(ch_cpuset_test(&b.dec[0].preferred, 2) || ch_cpuset_test(&b.dec[0].preferred, 3));
+    bed_free(&b);
+}
+
+TEST(stacked_placement_repaired_in_one_interval)
+{
+    struct bed b;
+
+    bed_init(&b, 2, 2);
+    bed_dom(&b, 0, "one", 2, 0.5, 0.5, "pin");
+    bed_dom(&b, 1, "two", 2, 0.5, 0.5, "pin");
+    b.cfg.shrink_after = 1;
+    step(&b); /* old helpers: both on vCPU 0, host CPU 0 */
+    CHECK(ch_cpuset_equal(&b.dec[0].preferred, &b.dec[1].preferred));
+    all_housekeeping(&b); /* the helpers are upgraded and say hello again */
+    step(&b);
+    CHECK_MSG(!ch_cpuset_equal(&b.dec[0].preferred, &b.dec[1].preferred),
+              "still stacked after one interval: %s and %s", pref(&b, 0), pref(&b, 1));
+    bed_free(&b);
+}
+
+TEST(good_placement_not_churned_by_noise)
+{
+    struct bed b;
+
+    bed_init(&b, 4, 4);
+    for (unsigned i = 0; i < 4; i++)
+        bed_dom(&b, i, "vm", 4, 0.5, 0.5, "pin");
+    all_housekeeping(&b);
+    b.cfg.shrink_after = 1;
+    step(&b);
+    ch_cpuset before[4];
+    for (unsigned i = 0; i < 4; i++)
+        before[i] = b.dec[i].preferred;
+    /* a little noise on one host CPU's vCPUs: not worth moving anybody */
+    for (unsigned i = 0; i < 4; i++)
+        b.m.dom[i].vcpu[1].run += 0.02 * (i + 1);
+    step(&b);
+    for (unsigned i = 0; i < 4; i++)
+        CHECK_MSG(ch_cpuset_equal(&before[i], &b.dec[i].preferred), "vm %u moved to %s", i,
+                  pref(&b, i));
+    bed_free(&b);
+}
+
+/* Pinned 1:1 (and vCPUs doubled up on host CPUs) on 2, 4 and 8 pCPUs with 2..8 busy VMs: the
+ * busiest pCPU carries no more than the mean plus one VM's per-vCPU share (the list-scheduling
+ * bound), whatever k the entitlements give (1, 2, 3 and 4 all occur). */
+TEST(pinned_layouts_balance_the_busiest_pcpu)
+{
+    static const unsigned npcpus[] = {2, 4, 8};
+    unsigned seen_k[9] = {0};
+
+    for (size_t a = 0; a < ARRAY_SIZE(npcpus); a++)
+        for (unsigned vcpus_per_pcpu = 1; vcpus_per_pcpu <= 2; vcpus_per_pcpu++)
+            for (unsigned ndom = 2; ndom <= 8; ndom++) {
+                unsigned np = npcpus[a], nv = np * vcpus_per_pcpu;
+                struct bed b;
+                double total = 0, max_share, max;
+
+                bed_init(&b, np, ndom);
+                for (unsigned i = 0; i < ndom; i++)
+                    bed_dom(&b, i, "vm", nv, 0.5, 0.5, "pin");
+                all_housekeeping(&b);
+                b.cfg.shrink_after = 1;
+                step(&b);
+                for (unsigned i = 0; i < ndom; i++) {
+                    const struct pol_decision *o = &b.dec[i];
+                    if (o->count < o->nvcpu)
+                        total += o->entitlement;
+                    if (o->count <= 8)
+                        seen_k[o->count]++;
+                }
+                max = booked_max(&b, &max_share);
+                CHECK_MSG(max <= total / np + max_share + 1e-9,
+                          "%u pCPUs, %u VMs x %u vCPUs: busiest pCPU %.3f > mean %.3f + share %.3f",
+                          np, ndom, nv, max, total / np, max_share);
+                /* and a second step keeps it */
+                step(&b);
+                CHECK(booked_max(&b, &max_share) <= total / np + max_share + 1e-9);
+                bed_free(&b);
+            }
+    CHECK(seen_k[1] && seen_k[2] && seen_k[3]);
 }

@@ -49,6 +49,10 @@ struct ch_hello {
     /* guest only */
     ch_cpuset online;
     bool writable;
+    /* The guest's housekeeping CPUs (online, not isolated): a preferred set must hold one.
+     * Optional: when absent (has_housekeeping false) the host assumes the lowest online CPU. */
+    ch_cpuset housekeeping;
+    bool has_housekeeping;
 };
 
 struct ch_hint {
