@@ -257,6 +257,7 @@ TEST(record_round_trip)
     d->vcpu[1].delay_ns = 7;
     d->vcpu[1].pcpu = 3;
     pin(&d->vcpu[1], "1-3");
+    ch_cpuset_set(&d->housekeeping, 1);
     char *line = rec_format(a);
     CHECK(line != NULL);
     CHECK_INT(rec_parse(line, &back, err, sizeof(err)), 0);
@@ -268,6 +269,8 @@ TEST(record_round_trip)
         CHECK_INT(back->dom[0].vcpu[1].pcpu, 3);
         CHECK_INT(pset_count(&back->dom[0].vcpu[1].affinity), 3);
         CHECK_STR(back->dom[0].channel, "/run/x.sock");
+        CHECK(ch_cpuset_test(&back->dom[0].housekeeping, 1));
+        CHECK_INT(ch_cpuset_count(&back->dom[0].housekeeping), 1);
     }
     free(line);
     snap_free(back);

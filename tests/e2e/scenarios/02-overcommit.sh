@@ -2,8 +2,8 @@
 # Scenario 2: overcommit.  Two busy 2-vCPU guests sharing the host's CPUs (vCPU n of each guest
 # pinned to host CPU n: twice as many busy vCPUs as pCPUs): within two intervals of hostd's
 # decision each guest's kernel prefers the decided set, and /status shows the guests'
-# acknowledgements; when one guest is destroyed the other gets its full set back within two
-# intervals.
+# acknowledgements; the two guests prefer vCPUs on different host CPUs and stay there; when
+# one guest is destroyed the other gets its full set back within two intervals.
 . "$(dirname "$0")/../lib.sh"
 interval_ms=1000
 e2e_begin overcommit
@@ -28,6 +28,25 @@ for g in a b; do
     e2e_expect "guest $g: /status shows its acknowledgement of $want" \
         e2e_until 5 e2e_status_field "$g" "d['channel']['acked'] and d['channel']['status']['applied'] == '$want' or exit(1)"
 done
+# vCPU n of both guests runs on host CPU n: preferring the same vCPU would stack both guests'
+# work on one host CPU and leave the other idle.  hostd's assignment puts them apart at once,
+# and keeps them there.
+spread() {
+    local pa pb
+    pa=$(e2e_status_field a 'd["decision"]["preferred"]') && pb=$(e2e_status_field b 'd["decision"]["preferred"]') &&
+        [ "$pa" != "$pb" ] && [ "$(e2e_status_field a 'd["channel"]["status"]["applied"]')" = "$pa" ] &&
+        [ "$(e2e_status_field b 'd["channel"]["status"]["applied"]')" = "$pb" ] && echo "$pa $pb"
+}
+e2e_until $((3 * interval_ms / 1000)) spread ||
+    e2e_fail "the guests' preferred vCPUs sit on one host CPU: a $(e2e_status_field a 'd["decision"]["preferred"]'), b $(e2e_status_field b 'd["decision"]["preferred"]')"
+placed=$(spread)
+e2e_log "ok: a and b prefer vCPUs on different host CPUs ($placed)"
+for _ in 1 2 3 4 5; do
+    sleep $((interval_ms / 1000))
+    now=$(spread) || now="stacked or unacknowledged"
+    [ "$now" = "$placed" ] || e2e_fail "placement changed under steady load: $placed -> $now"
+done
+e2e_log "ok: the placement held for 5 intervals"
 e2e_log "hint sent -> status (applied, read back) received, through qemu into the guests: $(e2e_status |
     python3 -c 'import json,sys; d=json.load(sys.stdin)["daemon"]; print("p50 %.1f ms, p99 %.1f ms over %d acks" % (d["hint_ack_p50_ns"]/1e6, d["hint_ack_p99_ns"]/1e6, d["hint_acks"]))')"
 mark=$(e2e_console_mark a)
