@@ -142,7 +142,7 @@ e2e_wait_console() {
 # on the host so far (libvirt's vcpu.N.delay, from the thread's schedstat).
 e2e_vcpu_wait_ns() {
     virsh -q -c "$E2E_URI" domstats --vcpu --raw "$(e2e_domname "$1")" 2>/dev/null |
-        awk -F= '/vcpu\.[0-9]+\.delay=/ { if ($2 > m) m = $2 } END { print m + 0 }'
+        awk -F= '/vcpu\.[0-9]+\.delay=/ { if ($2 + 0 > m) m = $2 + 0 } END { printf "%.0f\n", m }'
 }
 
 # e2e_wait_console_running SHORTNAME ERE BUDGET_S FROM_LINE WAIT0_NS: like e2e_wait_console,
@@ -157,6 +157,8 @@ e2e_wait_console_running() {
     while :; do
         line=$(e2e_wait_console "$short" "$re" 1 "$from") && { echo "$line"; return 0; }
         w=$(e2e_vcpu_wait_ns "$short")
+        # (a malformed number would abort the caller's function in bash arithmetic, silently)
+        [[ $w =~ ^[0-9]+$ && $w0 =~ ^[0-9]+$ ]] || { echo "e2e: bad vCPU wait '$w' / '$w0'" >&2; return 1; }
         E2E_QUEUED_S=$(( (w - w0) / 1000000000 ))
         # ten times the budget at most, whatever the host does
         [ $((SECONDS - t0)) -lt $((budget + E2E_QUEUED_S)) ] && [ $((SECONDS - t0)) -lt $((10 * budget)) ] ||

@@ -47,6 +47,7 @@ stop_and_fall_back() { # signal
             e2e_fail "guest $g: the kernel does not prefer 0-1 after the governor's grow step"
         e2e_log "ok: guest $g: local governor grew it back to 0-1 ($((SECONDS - t0)) s after SIG$sig)"
     done
+    fallbacks_checked=$((fallbacks_checked + 1))
 }
 
 back_to_host() {
@@ -59,9 +60,13 @@ back_to_host() {
     e2e_log "ok: both guests back in host mode"
 }
 
+fallbacks_checked=0
 shrunk
 stop_and_fall_back TERM
 back_to_host
 stop_and_fall_back KILL
 back_to_host
+# bash abandons a whole top-level command on an expansion error, without failing the script:
+# make sure both fallback checks ran to their end
+[ $fallbacks_checked -eq 2 ] || e2e_fail "only $fallbacks_checked of 2 fallback checks ran to the end"
 e2e_pass
