@@ -414,9 +414,13 @@ int col_sample(struct collector *col, virConnectPtr vc, struct snapshot **out)
         rc = -ENOMEM;
         goto cleanup;
     }
+    /* NOWAIT: statistics that need a domain job (vCPU halted state comes from the qemu
+     * monitor) are skipped for a domain whose job is taken, instead of waiting for it: a domain
+     * being started, stopped or migrated holds its job for seconds, and libvirt waits up to 30 s
+     * for it, all that time with this loop (leases, HTTP) stopped.  Seen in e2e churn. */
     n = virConnectGetAllDomainStats(
         vc, VIR_DOMAIN_STATS_STATE | VIR_DOMAIN_STATS_VCPU | VIR_DOMAIN_STATS_CPU_TOTAL, &recs,
-        VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE);
+        VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE | VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT);
     clock_gettime(CLOCK_MONOTONIC, &ts);
     s->t_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
     if (n < 0) {
