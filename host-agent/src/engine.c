@@ -135,6 +135,12 @@ int eng_feed(struct engine *e, struct snapshot *s, unsigned gen)
     return 1;
 }
 
+bool eng_too_soon(const struct engine *e, const struct snapshot *s)
+{
+    return e->prev && s->t_ns > e->prev->t_ns &&
+           s->t_ns - e->prev->t_ns < (uint64_t)e->cfg->interval_ms * 1000000u / 2;
+}
+
 const struct pol_decision *eng_find(const struct engine *e, const char *uuid)
 {
     return dec_find(e->dec, e->ndec, uuid);

@@ -184,6 +184,10 @@ static void on_metrics(struct evhttp_request *req, void *arg)
     }
     head(b, "corehint_decisions_total", "counter", "policy steps taken");
     evbuffer_add_printf(b, "corehint_decisions_total %llu\n", (unsigned long long)e->steps);
+    head(b, "corehint_samples_too_soon_total", "counter",
+         "samples skipped for following the previous one by less than half an interval");
+    evbuffer_add_printf(b, "corehint_samples_too_soon_total %llu\n",
+                        (unsigned long long)e->short_skipped);
     head(b, "corehint_preferred_changes_total", "counter", "preferred-set changes decided");
     evbuffer_add_printf(b, "corehint_preferred_changes_total %llu\n",
                         (unsigned long long)e->changes);
@@ -255,6 +259,7 @@ static void on_status(struct evhttp_request *req, void *arg)
     }
     json_object_object_add(daemon, "dry_run", json_object_new_boolean(h->cfg->dry_run));
     json_object_object_add(daemon, "decisions", json_object_new_uint64(h->e->steps));
+    json_object_object_add(daemon, "samples_too_soon", json_object_new_uint64(h->e->short_skipped));
     json_object_object_add(daemon, "preferred_changes", json_object_new_uint64(h->e->changes));
     json_object_object_add(daemon, "policy_step_ns", json_object_new_uint64(h->e->last_step_ns));
     json_object_object_add(daemon, "sample_ns", json_object_new_uint64(h->e->last_sample_ns));

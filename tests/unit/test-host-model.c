@@ -7,6 +7,7 @@
 #include "check.h"
 #include "collect.h"
 #include "model.h"
+#include "engine.h"
 #include "record.h"
 
 #define S 1000000000ull
@@ -292,4 +293,26 @@ TEST(record_round_trip)
     CHECK_STR(err, "\"state\" out of range (max 2147483647)");
     CHECK_INT(rec_parse("[1,", &back, err, sizeof(err)), -EINVAL);
     CHECK(strncmp(err, "bad JSON", 8) == 0);
+}
+
+/* After a stalled libvirt call the next tick comes early: live sampling skips a sample that
+ * follows the previous one by less than half an interval rather than deciding on it. */
+TEST(sample_too_soon_is_skipped)
+{
+    struct hd_config cfg;
+    struct engine e;
+
+    cfg_defaults(&cfg);
+    cfg.interval_ms = 1000;
+    eng_init(&e, &cfg, NULL);
+    struct snapshot *a = snap(10 * S, 2), *b = snap(10 * S + 100000000, 2),
+                    *c = snap(10 * S + 600000000, 2);
+    CHECK(!eng_too_soon(&e, a)); /* nothing to follow yet */
+    CHECK_INT(eng_feed(&e, a, 1), 0);
+    CHECK(eng_too_soon(&e, b));
+    CHECK(!eng_too_soon(&e, c));
+    snap_free(b);
+    snap_free(c);
+    eng_finalise(&e);
+    cfg_free(&cfg);
 }

@@ -41,12 +41,16 @@ e2e_until $((3 * interval_ms / 1000)) spread ||
     e2e_fail "the guests' preferred vCPUs sit on one host CPU: a $(e2e_status_field a 'd["decision"]["preferred"]'), b $(e2e_status_field b 'd["decision"]["preferred"]')"
 placed=$(spread)
 e2e_log "ok: a and b prefer vCPUs on different host CPUs ($placed)"
+# Then never stacked again (a guest may grow for an interval when its share allows, and a
+# stalled sample may move a set; both guests on one vCPU is what must not come back).
+moves=0
 for _ in 1 2 3 4 5; do
     sleep $((interval_ms / 1000))
-    now=$(spread) || now="stacked or unacknowledged"
-    [ "$now" = "$placed" ] || e2e_fail "placement changed under steady load: $placed -> $now"
+    pa=$(e2e_status_field a 'd["decision"]["preferred"]') pb=$(e2e_status_field b 'd["decision"]["preferred"]')
+    [ "$pa" != "$pb" ] || e2e_fail "both guests prefer vCPU $pa again"
+    [ "$pa $pb" = "$placed" ] || moves=$((moves + 1))
 done
-e2e_log "ok: the placement held for 5 intervals"
+e2e_log "ok: not stacked again over 5 intervals ($moves of 5 checks saw another placement than $placed)"
 e2e_log "hint sent -> status (applied, read back) received, through qemu into the guests: $(e2e_status |
     python3 -c 'import json,sys; d=json.load(sys.stdin)["daemon"]; print("p50 %.1f ms, p99 %.1f ms over %d acks" % (d["hint_ack_p50_ns"]/1e6, d["hint_ack_p99_ns"]/1e6, d["hint_acks"]))')"
 mark=$(e2e_console_mark a)
