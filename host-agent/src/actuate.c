@@ -263,16 +263,20 @@ json_object *act_channel_json(const struct act_vm *v)
     return o;
 }
 
-void act_annotate(const struct actuator *a, struct snapshot *s)
+void act_annotate(struct actuator *a, struct snapshot *s)
 {
     for (unsigned i = 0; i < s->ndom; i++) {
         struct snap_dom *d = &s->dom[i];
-        const struct act_vm *v;
+        struct act_vm *v = (struct act_vm *)act_find(a, d->uuid);
 
-        if (!ch_cpuset_empty(&d->housekeeping) || !(v = act_find(a, d->uuid)) || !v->ch ||
-            !v->ch->has_hello || !v->ch->hello.has_housekeeping)
+        if (!v)
             continue;
-        d->housekeeping = v->ch->hello.housekeeping;
+        /* The latest hello wins; between a reconnect and the next hello the last one holds,
+         * so that a reconnect alone does not move the VM's preferred vCPUs. */
+        if (v->ch && v->ch->has_hello)
+            v->housekeeping = v->ch->hello.housekeeping; /* empty when the helper did not say */
+        if (ch_cpuset_empty(&d->housekeeping))
+            d->housekeeping = v->housekeeping;
     }
 }
 

@@ -27,6 +27,8 @@ struct act_vm {
     char name[SNAP_NAME_MAX];
     struct channel *ch; /* NULL: no channel (or dry run) */
     uint64_t hints;     /* hints queued */
+    ch_cpuset housekeeping; /* the guest's housekeeping CPUs from its latest hello, kept
+                               across reconnects until a new hello says otherwise */
     /* qemu-ga actuators: what the agent last applied, to act on changes only */
     bool agent_applied;
     ch_cpuset agent_cpus;
@@ -55,7 +57,7 @@ unsigned act_apply(struct actuator *a, const struct engine *e, virConnectPtr vc)
 const struct act_vm *act_find(const struct actuator *a, const char *uuid);
 /* Give every domain of s whose housekeeping CPUs are unknown the ones its guest's hello
  * reported (before the snapshot is recorded and decided on; a replayed trace's own win). */
-void act_annotate(const struct actuator *a, struct snapshot *s);
+void act_annotate(struct actuator *a, struct snapshot *s);
 /* {"ok","failed","applied","error"} of a domain's qemu-ga actuator, NULL when unused. */
 json_object *act_agent_json(const struct act_vm *v);
 /* JSON description of a domain's channel for /status (NULL when it has none). */

@@ -112,8 +112,10 @@ static int dom_xml(struct collector *col, virDomainPtr dom, struct snap_dom *d)
         info = e->info;
     } else if ((xml = virDomainGetXMLDesc(dom, 0))) {
         if (dx_parse(xml, strlen(xml), &info) < 0) {
-            log_msg(LOG_LVL_WARN, "domain %s: unparsable XML", d->name);
+            log_msg(e ? LOG_LVL_DEBUG : LOG_LVL_WARN, "domain %s: unparsable XML", d->name);
             rc = -EAGAIN;
+            if (e)
+                info = e->info; /* what was last known beats the defaults */
         }
         free(xml);
         if (info.shares > 0)
@@ -123,8 +125,12 @@ static int dom_xml(struct collector *col, virDomainPtr dom, struct snap_dom *d)
     } else {
         log_msg(LOG_LVL_INFO, "domain %s: cannot read its XML (%s); trying again next sample",
                 d->name, conn_error());
-        memset(&info, 0, sizeof(info));
-        info.threads = 1;
+        if (e) {
+            info = e->info; /* what was last known beats the defaults */
+        } else {
+            memset(&info, 0, sizeof(info));
+            info.threads = 1;
+        }
         rc = -EAGAIN;
     }
     d->threads = info.threads;

@@ -135,9 +135,9 @@ int eng_feed(struct engine *e, struct snapshot *s, unsigned gen)
     return 1;
 }
 
-bool eng_too_soon(const struct engine *e, const struct snapshot *s)
+bool eng_too_soon(const struct engine *e, const struct snapshot *s, unsigned gen)
 {
-    return e->prev && s->t_ns > e->prev->t_ns &&
+    return e->prev && e->prev_gen == gen && s->t_ns > e->prev->t_ns &&
            s->t_ns - e->prev->t_ns < (uint64_t)e->cfg->interval_ms * 1000000u / 2;
 }
 

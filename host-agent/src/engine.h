@@ -41,10 +41,11 @@ void eng_init(struct engine *e, const struct hd_config *cfg, FILE *record);
  * made, 0 when s only primes the pipeline, -errno on failure.
  */
 int eng_feed(struct engine *e, struct snapshot *s, unsigned gen);
-/* Does s follow the previous sample by less than half an interval?  Rates over such a window
+/* Does s (sampled on connection generation gen) follow the previous sample of the same
+ * generation by less than half an interval?  Rates over such a window
  * mean little, and after a stalled libvirt call its counters may have been read long before
  * its stamp: live sampling skips it and measures the next sample against the same base. */
-bool eng_too_soon(const struct engine *e, const struct snapshot *s);
+bool eng_too_soon(const struct engine *e, const struct snapshot *s, unsigned gen);
 /* Forget the previous sample (connection lost): the next decision needs two fresh ones. */
 void eng_reset(struct engine *e);
 /* The report of the latest decision (NULL before the first). */

@@ -292,7 +292,7 @@ static void sample(struct hostd *h)
         log_msg(LOG_LVL_DEBUG, "sample of %u domains took %llu ms", s->ndom,
                 (unsigned long long)took);
     }
-    if (eng_too_soon(&h->eng, s)) {
+    if (eng_too_soon(&h->eng, s, conn_generation(h->conn))) {
         h->eng.short_skipped++;
         log_msg(LOG_LVL_DEBUG, "sample %llu ms after the previous one: too short a window, skipped",
                 (unsigned long long)((s->t_ns - h->eng.prev->t_ns) / 1000000u));

@@ -237,7 +237,8 @@ static void prepare(struct work *w, const struct hd_config *cfg)
         ch_cpuset online;
         all_vcpus(d, &online);
         w->prev_k = p->count < n ? p->count : n;
-        w->prev_valid = ch_cpuset_subset(&p->preferred, &online) && p->count == w->prev_k;
+        w->prev_valid = ch_cpuset_subset(&p->preferred, &online) && p->count == w->prev_k &&
+                        ch_cpuset_count(&p->preferred) == p->count;
     }
     w->wish = d->demand;
     if (d->measured && w->prev_k < n) {
@@ -445,17 +446,25 @@ static int assign_pool(struct work *v, unsigned cnt, const struct model_pool *po
     }
     for (unsigned i = 0; i < cnt; i++) {
         struct work *w = &v[i];
+        struct pol_decision *o = w->out;
 
-        if (w->out->count >= w->d->nvcpu || w->out->count == 0 || !w->out->contended) {
-            if (w->out->count >= w->d->nvcpu || !w->out->contended)
-                all_vcpus(w->d, &w->out->preferred);
+        if (o->count >= w->d->nvcpu) {
+            all_vcpus(w->d, &o->preferred);
+            if (o->contended)
+                book(w->d, &o->preferred, share(o), load, npcpu);
+        } else if (o->count == 0) {
+            ch_cpuset_zero(&o->preferred);
+        } else if (!o->contended) {
+            /* held below all vCPUs without fresh data (no-data): its set, not every vCPU; its
+             * measured demand stays on the pCPUs, nothing more is booked */
+            if (can_keep(w))
+                o->preferred = w->prev->preferred;
             else
-                ch_cpuset_zero(&w->out->preferred);
-            if (w->out->contended && w->out->count)
-                book(w->d, &w->out->preferred, share(w->out), load, npcpu);
-            continue;
+                pick(w->d, o->count, 0, w->prev_valid ? &w->prev->preferred : NULL, load, npcpu,
+                     cores, &o->preferred);
+        } else {
+            order[n++] = w;
         }
-        order[n++] = w;
     }
     qsort(order, n, sizeof(*order), cmp_share);
     memcpy(cur, load, npcpu * sizeof(*cur));

@@ -307,10 +307,11 @@ TEST(sample_too_soon_is_skipped)
     eng_init(&e, &cfg, NULL);
     struct snapshot *a = snap(10 * S, 2), *b = snap(10 * S + 100000000, 2),
                     *c = snap(10 * S + 600000000, 2);
-    CHECK(!eng_too_soon(&e, a)); /* nothing to follow yet */
+    CHECK(!eng_too_soon(&e, a, 1)); /* nothing to follow yet */
     CHECK_INT(eng_feed(&e, a, 1), 0);
-    CHECK(eng_too_soon(&e, b));
-    CHECK(!eng_too_soon(&e, c));
+    CHECK(eng_too_soon(&e, b, 1));
+    CHECK(!eng_too_soon(&e, c, 1));
+    CHECK(!eng_too_soon(&e, b, 2)); /* a new connection: the old base is dropped anyway */
     snap_free(b);
     snap_free(c);
     eng_finalise(&e);
