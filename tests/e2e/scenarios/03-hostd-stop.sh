@@ -8,8 +8,11 @@
 interval_ms=1000
 lease_s=$((3 * interval_ms / 1000))
 e2e_begin hostd-stop
-e2e_guest a 2 "corehint.work=busy" n
-e2e_guest b 2 "corehint.work=busy" n
+# Floating vCPUs: what is tested is the lease and the fallback, not placement, and busy TCG
+# vCPU threads pinned alike have been starved for tens of seconds on these hosts (a 31 s wait
+# measured in this scenario), longer than any budget here.  02-overcommit covers pinning.
+e2e_guest a 2 "corehint.work=busy"
+e2e_guest b 2 "corehint.work=busy"
 e2e_wait_all_console "^CH work busy" 120 a b
 
 shrunk() {
