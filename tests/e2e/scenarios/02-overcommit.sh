@@ -36,11 +36,10 @@ done
 spread() {
     local pa pb
     pa=$(e2e_status_field a 'd["decision"]["preferred"]') && pb=$(e2e_status_field b 'd["decision"]["preferred"]') &&
-        [ "$pa" != "$pb" ] && [ "$(e2e_status_field a 'd["channel"]["status"]["applied"]')" = "$pa" ] &&
-        [ "$(e2e_status_field b 'd["channel"]["status"]["applied"]')" = "$pb" ] && echo "$pa $pb"
+        [ "$pa" != "$pb" ] && echo "$pa $pb"
 }
 e2e_until $((3 * interval_ms / 1000)) spread ||
-    e2e_fail "the guests' preferred vCPUs sit on one host CPU: a $(e2e_status_field a 'd["decision"]["preferred"]'), b $(e2e_status_field b 'd["decision"]["preferred"]')"
+    e2e_fail "hostd keeps the guests' preferred vCPUs on one host CPU: a $(e2e_status_field a 'd["decision"]["preferred"]'), b $(e2e_status_field b 'd["decision"]["preferred"]')"
 placed=$(spread)
 e2e_log "ok: a and b prefer vCPUs on different host CPUs ($placed)"
 # Then never stacked again (a guest may grow for an interval when its share allows, and a
