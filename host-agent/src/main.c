@@ -297,6 +297,8 @@ static void sample(struct hostd *h)
         log_msg(LOG_LVL_DEBUG, "sample %llu ms after the previous one: too short a window, skipped",
                 (unsigned long long)((s->t_ns - h->eng.prev->t_ns) / 1000000u));
         snap_free(s);
+        if (h->delivering)
+            act_apply(&h->act, &h->eng, vc); /* the leases still get their renewal */
         return;
     }
     h->samples++;
