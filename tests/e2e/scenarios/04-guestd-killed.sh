@@ -24,5 +24,8 @@ e2e_wait_console a "^CH guestd start" 15 "$((mark + 1))" >/dev/null || e2e_fail 
 e2e_expect "the new helper re-applies hostd's decision and acknowledges it" \
     e2e_until 30 e2e_status_field a 'not d["channel"]["silent"] and d["channel"]["status"]["applied"] == d["decision"]["preferred"] or exit(1)'
 e2e_log "ok: guest a under a live decider again $((SECONDS - t0)) s after the kill"
-e2e_expect "guest a's kernel prefers hostd's set" test "$(e2e_preferred a)" = "$(e2e_status_field a 'd["decision"]["preferred"]')"
+# The console reporter is a 0.2 s shell loop in a busy guest, and hostd may move on meanwhile
+# (a dip in demand makes the pool uncontended): wait for the kernel to show hostd's decision.
+kernel_follows() { [ "$(e2e_preferred a)" = "$(e2e_status_field a 'd["decision"]["preferred"]')" ]; }
+e2e_expect "guest a's kernel prefers hostd's set" e2e_until 15 kernel_follows
 e2e_pass
