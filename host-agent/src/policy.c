@@ -424,7 +424,7 @@ static double busiest(const double *load, const struct model_pool *pool)
 static int assign_pool(struct work *v, unsigned cnt, const struct model_pool *pool, double *load,
                        unsigned npcpu, struct core *cores, const struct hd_config *cfg)
 {
-    struct work **order = calloc(cnt + 1, sizeof(*order));
+    struct work **order = calloc(cnt + 1, sizeof(struct work *));
     ch_cpuset *fresh = calloc(cnt + 1, sizeof(*fresh));
     double *cur = calloc(npcpu + 1, sizeof(*cur)), *alt = calloc(npcpu + 1, sizeof(*alt));
     unsigned n = 0;
@@ -466,7 +466,7 @@ static int assign_pool(struct work *v, unsigned cnt, const struct model_pool *po
             order[n++] = w;
         }
     }
-    qsort(order, n, sizeof(*order), cmp_share);
+    qsort(order, n, sizeof(struct work *), cmp_share);
     memcpy(cur, load, npcpu * sizeof(*cur));
     memcpy(alt, load, npcpu * sizeof(*alt));
     for (unsigned i = 0; i < n; i++)
