@@ -33,10 +33,17 @@ done
 # vCPU n of both guests runs on host CPU n: preferring the same vCPU would stack both guests'
 # work on one host CPU and leave the other idle.  hostd's assignment puts them apart at once,
 # and keeps them there.
+# Both decisions from one /status document: two reads could straddle a change.
+decisions() {
+    e2e_status | python3 -c '
+import json, sys
+want = sys.argv[1:]
+got = {d["name"]: d["decision"]["preferred"] for d in json.load(sys.stdin).get("domains", [])}
+print(" ".join(got[w] for w in want))' "$(e2e_domname a)" "$(e2e_domname b)"
+}
 spread() {
     local pa pb
-    pa=$(e2e_status_field a 'd["decision"]["preferred"]') && pb=$(e2e_status_field b 'd["decision"]["preferred"]') &&
-        [ "$pa" != "$pb" ] && echo "$pa $pb"
+    read -r pa pb < <(decisions) && [ -n "$pb" ] && [ "$pa" != "$pb" ] && echo "$pa $pb"
 }
 e2e_until $((3 * interval_ms / 1000)) spread ||
     e2e_fail "hostd keeps the guests' preferred vCPUs on one host CPU: a $(e2e_status_field a 'd["decision"]["preferred"]'), b $(e2e_status_field b 'd["decision"]["preferred"]')"
@@ -47,7 +54,7 @@ e2e_log "ok: a and b prefer vCPUs on different host CPUs ($placed)"
 moves=0
 for _ in 1 2 3 4 5; do
     sleep $((interval_ms / 1000))
-    pa=$(e2e_status_field a 'd["decision"]["preferred"]') pb=$(e2e_status_field b 'd["decision"]["preferred"]')
+    read -r pa pb < <(decisions) && [ -n "$pb" ] || e2e_fail "no decisions in /status"
     [ "$pa" != "$pb" ] || e2e_fail "both guests prefer vCPU $pa again"
     [ "$pa $pb" = "$placed" ] || moves=$((moves + 1))
 done
