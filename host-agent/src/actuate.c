@@ -8,11 +8,14 @@
 
 #include "corehint/log.h"
 
-void act_init(struct actuator *a, struct event_base *base, const struct hd_config *cfg)
+void act_init(struct actuator *a, struct event_base *base, const struct hd_config *cfg,
+              act_agent_fn agent, void *agent_ctx)
 {
     memset(a, 0, sizeof(*a));
     a->base = base;
     a->cfg = cfg;
+    a->agent = agent;
+    a->agent_ctx = agent_ctx;
 }
 
 const struct act_vm *act_find(const struct actuator *a, const char *uuid)
@@ -112,42 +115,63 @@ static int sync_vms(struct actuator *a, const struct model *m)
     return 0;
 }
 
-/* Apply d through qemu-ga when it changed; the call blocks up to QGA_TIMEOUT_S per command. */
-static void agent_apply(struct actuator *a, struct act_vm *v, const struct model_dom *md,
-                        const struct pol_decision *d, enum cfg_actuator how, virConnectPtr vc)
+static void agent_result(struct act_vm *v, const ch_cpuset *cpus, int rc, const char *err)
 {
-    char path[sizeof(a->cfg->channel_dir) + SNAP_NAME_MAX + 16], err[256] = "";
-    struct qga_link *l;
-    int rc;
+    char list[CH_CPULIST_MAX_LEN];
 
-    if (v->agent_applied && ch_cpuset_equal(&v->agent_cpus, &d->preferred))
-        return;
-    if (!vc && !a->cfg->channel_dir[0])
-        return; /* replay without a place for agent sockets */
-    snprintf(path, sizeof(path), "%s/%s.agent.sock", a->cfg->channel_dir, md->name);
-    if (!(l = qga_open(vc, md->uuid, path, err, sizeof(err)))) {
-        rc = -EIO;
-    } else {
-        rc = how == CFG_ACT_AGENT_SYSFS
-                 ? qga_write_preferred(l, &d->preferred, err, sizeof(err))
-                 : qga_set_vcpus(l, &d->preferred, md->nvcpu, err, sizeof(err));
-        qga_close(l);
-    }
+    v->agent_pending = false;
     if (rc < 0) {
         v->agent_failed++;
         snprintf(v->agent_error, sizeof(v->agent_error), "%s", err);
-        log_msg(LOG_LVL_WARN, "%s: %s failed: %s", md->name, cfg_actuator_name(how), err);
+        log_msg(LOG_LVL_WARN, "%s: qemu-ga actuator failed: %s", v->name, err);
         return;
     }
     v->agent_ok++;
     v->agent_error[0] = '\0';
     v->agent_applied = true;
-    v->agent_cpus = d->preferred;
-    log_msg(LOG_LVL_INFO, "%s: %s applied %u of %u vCPUs", md->name, cfg_actuator_name(how),
-            d->count, d->nvcpu);
+    v->agent_cpus = *cpus;
+    if (ch_cpulist_format(cpus, list, sizeof(list)) < 0)
+        list[0] = '\0';
+    log_msg(LOG_LVL_INFO, "%s: qemu-ga actuator applied %s", v->name, list);
 }
 
-unsigned act_apply(struct actuator *a, const struct engine *e, virConnectPtr vc)
+void act_agent_done(struct actuator *a, const char *uuid, const ch_cpuset *cpus, int rc,
+                    const char *err)
+{
+    struct act_vm *v = (struct act_vm *)act_find(a, uuid);
+
+    if (v)
+        agent_result(v, cpus, rc, err);
+}
+
+/* Apply cpus through qemu-ga when they changed, one command at a time per domain. */
+static void agent_apply(struct actuator *a, struct act_vm *v, const struct model_dom *md,
+                        const ch_cpuset *cpus, enum cfg_actuator how)
+{
+    char path[sizeof(a->cfg->channel_dir) + SNAP_NAME_MAX + 16], err[256] = "";
+    struct qga_link *l;
+    int rc;
+
+    if (v->agent_pending || (v->agent_applied && ch_cpuset_equal(&v->agent_cpus, cpus)))
+        return;
+    if (a->agent) {
+        if (a->agent(a->agent_ctx, v->uuid, v->name, how, cpus, md->nvcpu) == 0)
+            v->agent_pending = true;
+        return;
+    }
+    if (!a->cfg->channel_dir[0])
+        return; /* replay without a place for agent sockets */
+    snprintf(path, sizeof(path), "%s/%s.agent.sock", a->cfg->channel_dir, md->name);
+    if (!(l = qga_open(NULL, md->uuid, path, err, sizeof(err)))) {
+        rc = -EIO;
+    } else {
+        rc = qga_apply(l, how, cpus, md->nvcpu, err, sizeof(err));
+        qga_close(l);
+    }
+    agent_result(v, cpus, rc, err);
+}
+
+unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
 {
     uint32_t lease = a->cfg->lease_intervals * a->cfg->interval_ms;
     unsigned sent = 0;
@@ -160,13 +184,19 @@ unsigned act_apply(struct actuator *a, const struct engine *e, virConnectPtr vc)
         lease = CH_LEASE_MAX_MS;
     for (unsigned i = 0; i < a->nvm; i++) {
         const struct pol_decision *d = &e->dec[i];
+        const struct model_dom *md = &e->model.dom[i];
         struct act_vm *v = &a->vm[i];
         ch_cpuset cpus = d->preferred;
 
         const struct cfg_domain *cd = cfg_domain_find(a->cfg, v->name, v->uuid);
 
+        if (widen) {
+            ch_cpuset_zero(&cpus);
+            for (unsigned c = 0; c < md->nvcpu && c < CH_CPU_MAX; c++)
+                ch_cpuset_set(&cpus, c);
+        }
         if (cd && cd->actuator != CFG_ACT_CHANNEL && !d->opt_out && !a->cfg->dry_run) {
-            agent_apply(a, v, &e->model.dom[i], d, cd->actuator, vc);
+            agent_apply(a, v, md, &cpus, cd->actuator);
             continue;
         }
         if (!v->ch || d->opt_out || v->ch->state != CHAN_UP)
@@ -180,7 +210,8 @@ unsigned act_apply(struct actuator *a, const struct engine *e, virConnectPtr vc)
         }
         if (ch_cpuset_empty(&cpus))
             continue;
-        if (chan_send_hint(v->ch, &cpus, lease, pol_reason_name(d->reason)) == 0) {
+        if (chan_send_hint(v->ch, &cpus, lease, widen ? "stale" : pol_reason_name(d->reason)) ==
+            0) {
             v->hints++;
             a->hints_total++;
             sent++;

@@ -5,7 +5,9 @@
  * after every decision queues each non-opted-out domain's hint: its preferred vCPUs (limited
  * to the CPUs the guest said are online), lease = lease_intervals x interval.  The hint is
  * also the lease heartbeat, so it goes out every interval even when nothing changed.
- * --dry-run opens no channel and sends nothing.
+ * --dry-run opens no channel and sends nothing.  qemu-ga actuators hand their commands to an
+ * agent function (live: the libvirt worker) and hear back through act_agent_done(); without
+ * one (replay) they talk to channel_dir/NAME.agent.sock directly.
  */
 #ifndef HOSTD_ACTUATE_H
 #define HOSTD_ACTUATE_H
@@ -31,13 +33,20 @@ struct act_vm {
                                across reconnects until a new hello says otherwise */
     /* qemu-ga actuators: what the agent last applied, to act on changes only */
     bool agent_applied;
+    bool agent_pending; /* a command is with the agent function */
     ch_cpuset agent_cpus;
     uint64_t agent_ok, agent_failed;
     char agent_error[128];
 };
 
+/* Apply cpus to uuid through qemu-ga (how); 0 when queued. */
+typedef int (*act_agent_fn)(void *ctx, const char *uuid, const char *name, enum cfg_actuator how,
+                            const ch_cpuset *cpus, unsigned nvcpu);
+
 struct actuator {
     struct event_base *base;
+    act_agent_fn agent;
+    void *agent_ctx;
     const struct hd_config *cfg;
     struct act_vm *vm; /* sorted by uuid */
     unsigned nvm;
@@ -47,13 +56,17 @@ struct actuator {
     uint64_t hints_dropped;
 };
 
-void act_init(struct actuator *a, struct event_base *base, const struct hd_config *cfg);
+void act_init(struct actuator *a, struct event_base *base, const struct hd_config *cfg,
+              act_agent_fn agent, void *agent_ctx);
 /*
  * Follow the latest decision: open/close channels, send hints, drive qemu-ga for domains
- * that opted into an agent actuator (through libvirt vc, or in replay (vc NULL) through the
- * agent socket channel_dir/NAME.agent.sock).  Returns hints queued.
+ * that opted into an agent actuator.  widen: every domain gets all its vCPUs instead
+ * (reason "stale": hostd has no fresh measurement to shrink on).  Returns hints queued.
  */
-unsigned act_apply(struct actuator *a, const struct engine *e, virConnectPtr vc);
+unsigned act_apply(struct actuator *a, const struct engine *e, bool widen);
+/* The agent function finished the command it was given for uuid. */
+void act_agent_done(struct actuator *a, const char *uuid, const ch_cpuset *cpus, int rc,
+                    const char *err);
 const struct act_vm *act_find(const struct actuator *a, const char *uuid);
 /* Give every domain of s whose housekeeping CPUs are unknown the ones its guest's hello
  * reported (before the snapshot is recorded and decided on; a replayed trace's own win). */

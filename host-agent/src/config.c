@@ -52,6 +52,8 @@ static const struct knob knobs[] = {
     KU("compliance_intervals", compliance_intervals, 1, 1000,
        "violating intervals = non-compliant"),
     KU("lease_intervals", lease_intervals, 2, 100, "hint lease, in intervals"),
+    KU("stale_intervals", stale_intervals, 2, 1000,
+       "intervals without a libvirt sample before every guest is widened to all vCPUs"),
     KS("enforce", enforce, "report: mark non-compliant VMs; cap: also limit them to their share"),
     KS("metrics_listen", metrics_listen, "ADDR:PORT of /metrics and /status, \"\" = off"),
     KS("channel_dir", channel_dir, "replay only: channel sockets are DIR/NAME.sock"),
@@ -87,9 +89,20 @@ void cfg_defaults(struct hd_config *c)
     c->compliance_run = 0.05;
     c->compliance_intervals = 3;
     c->lease_intervals = 3;
+    c->stale_intervals = 6;
     snprintf(c->enforce, sizeof(c->enforce), "report");
     snprintf(c->metrics_listen, sizeof(c->metrics_listen), "%s", CFG_DEFAULT_LISTEN);
     snprintf(c->uri, sizeof(c->uri), "%s", CFG_DEFAULT_URI);
+}
+
+bool cfg_needs_write(const struct hd_config *c)
+{
+    if (strcmp(c->enforce, "cap") == 0)
+        return true;
+    for (unsigned i = 0; i < c->ndomains; i++)
+        if (c->domains[i].actuator != CFG_ACT_CHANNEL && !c->domains[i].opt_out)
+            return true;
+    return false;
 }
 
 static const struct knob *knob_find(const char *key)

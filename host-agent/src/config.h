@@ -44,6 +44,7 @@ struct hd_config {
     unsigned compliance_intervals; /* consecutive violating intervals = non-compliant */
     /* delivery */
     unsigned lease_intervals; /* hint lease in intervals */
+    unsigned stale_intervals; /* no sample for this long: hints widen to all vCPUs */
     char enforce[16];         /* "report" or "cap" */
     char metrics_listen[128];
     char channel_dir[256]; /* replay: channel sockets are DIR/<name>.sock */
@@ -81,6 +82,9 @@ int cfg_check(const struct hd_config *c, char *err, size_t errlen);
 const struct cfg_domain *cfg_domain_find(const struct hd_config *c, const char *name,
                                          const char *uuid);
 void cfg_dump(const struct hd_config *c, FILE *out);
+/* Does this configuration change anything through libvirt (enforce = cap, a qemu-ga
+ * actuator)?  Otherwise hostd opens libvirt read-only. */
+bool cfg_needs_write(const struct hd_config *c);
 void cfg_free(struct hd_config *c);
 
 #endif

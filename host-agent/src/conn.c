@@ -10,21 +10,15 @@
 
 #include "corehint/log.h"
 
-#define BACKOFF_MIN_MS 500
-#define BACKOFF_MAX_MS 30000
-
 struct conn {
-    struct event_base *base;
     char uri[256];
+    bool readonly;
     conn_fn fn;
     void *ctx;
     virConnectPtr vc;
     unsigned generation;
-    unsigned backoff_ms;
     int ev_ids[5];
     unsigned nev;
-    bool closing;        /* the close callback fired; tear down from the loop */
-    struct event *retry; /* reconnect timer, also used to defer teardown */
 };
 
 static void silent(void *opaque, virErrorPtr err)
@@ -70,18 +64,15 @@ static void notify_dom(struct conn *c, virDomainPtr dom, const char *what)
     if (virDomainGetUUIDString(dom, uuid) < 0)
         return;
     log_msg(LOG_LVL_DEBUG, "domain %s (%s): %s", virDomainGetName(dom), uuid, what);
-    c->fn(c->ctx, CONN_DOM_CHANGED, uuid, what);
+    c->fn(c->ctx, CONN_DOM_CHANGED, uuid);
 }
 
 static int on_lifecycle(virConnectPtr vc, virDomainPtr dom, int event, int detail, void *opaque)
 {
-    struct conn *c = opaque;
-    char what[64];
-
     /* Migration shows up as started/stopped or suspended/resumed with a "migrated" detail. */
-    snprintf(what, sizeof(what), "%s (detail %d)", lifecycle_name(event), detail);
-    log_msg(LOG_LVL_INFO, "domain %s: %s", virDomainGetName(dom), what);
-    notify_dom(c, dom, what);
+    log_msg(LOG_LVL_INFO, "domain %s: %s (detail %d)", virDomainGetName(dom),
+            lifecycle_name(event), detail);
+    notify_dom(opaque, dom, lifecycle_name(event));
     return 0;
 }
 
@@ -101,9 +92,17 @@ static void on_agent(virConnectPtr vc, virDomainPtr dom, int state, int reason, 
     notify_dom(opaque, dom, "agent");
 }
 
-static void on_close(virConnectPtr vc, int reason, void *opaque);
+static void on_close(virConnectPtr vc, int reason, void *opaque)
+{
+    struct conn *c = opaque;
 
-static void drop(struct conn *c)
+    /* Closing the connection from inside its own close callback is not allowed: the worker
+     * tears it down when it sees the flag. */
+    log_msg(LOG_LVL_WARN, "libvirt connection %s closed (reason %d)", c->uri, reason);
+    c->fn(c->ctx, CONN_CLOSED, NULL);
+}
+
+void conn_drop(struct conn *c)
 {
     if (!c->vc)
         return;
@@ -115,37 +114,14 @@ static void drop(struct conn *c)
     c->vc = NULL;
 }
 
-static void schedule_retry(struct conn *c)
+int conn_open(struct conn *c)
 {
-    struct timeval tv = {c->backoff_ms / 1000, (long)(c->backoff_ms % 1000) * 1000};
+    virConnectPtr vc = c->readonly ? virConnectOpenReadOnly(c->uri) : virConnectOpen(c->uri);
 
-    evtimer_add(c->retry, &tv);
-    c->backoff_ms = c->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : c->backoff_ms * 2;
-}
-
-static void on_close(virConnectPtr vc, int reason, void *opaque)
-{
-    struct conn *c = opaque;
-    struct timeval now = {0, 0};
-
-    /* Closing the connection from inside its own close callback is not allowed: defer. */
-    log_msg(LOG_LVL_WARN, "libvirt connection %s closed (reason %d)", c->uri, reason);
-    c->closing = true;
-    evtimer_add(c->retry, &now);
-}
-
-static int try_open(struct conn *c)
-{
-    virConnectPtr vc = virConnectOpen(c->uri);
-
-    if (!vc) {
-        log_msg(LOG_LVL_WARN, "cannot connect to %s: %s; retrying in %u ms", c->uri, conn_error(),
-                c->backoff_ms);
+    if (!vc)
         return -ENOTCONN;
-    }
     c->vc = vc;
     c->generation++;
-    c->backoff_ms = BACKOFF_MIN_MS;
     /* Keepalive notices a hung or dead libvirtd even when no call is in flight. */
     if (virConnectSetKeepAlive(vc, 5, 3) < 0)
         log_msg(LOG_LVL_DEBUG, "no keepalive on %s: %s", c->uri, conn_error());
@@ -168,54 +144,22 @@ static int try_open(struct conn *c)
         else
             c->ev_ids[c->nev++] = id;
     }
-    log_msg(LOG_LVL_INFO, "connected to %s (generation %u)", c->uri, c->generation);
-    c->fn(c->ctx, CONN_UP, NULL, NULL);
+    log_msg(LOG_LVL_INFO, "connected to %s (generation %u)%s", c->uri, c->generation,
+            c->readonly ? ", read-only" : ", read-write");
     return 0;
 }
 
-static void on_retry(evutil_socket_t fd, short what, void *arg)
-{
-    struct conn *c = arg;
-
-    /* libvirt may run the close callback inside a call that then fails: the caller's
-     * conn_lost() has dropped the connection and rescheduled this timer by the time it fires.
-     * Only a connection still held is torn down here (which schedules the retry); otherwise
-     * this is the retry itself, and returning without one would end reconnecting for good. */
-    if (c->closing) {
-        c->closing = false;
-        if (c->vc) {
-            conn_lost(c);
-            return;
-        }
-    }
-    if (!c->vc && try_open(c) < 0)
-        schedule_retry(c);
-}
-
-struct conn *conn_new(struct event_base *base, const char *uri, conn_fn fn, void *ctx)
+struct conn *conn_new(const char *uri, bool readonly, conn_fn fn, void *ctx)
 {
     struct conn *c = calloc(1, sizeof(*c));
 
     if (!c)
         return NULL;
-    c->base = base;
     snprintf(c->uri, sizeof(c->uri), "%s", uri);
+    c->readonly = readonly;
     c->fn = fn;
     c->ctx = ctx;
-    c->backoff_ms = BACKOFF_MIN_MS;
-    if (!(c->retry = evtimer_new(base, on_retry, c))) {
-        free(c);
-        return NULL;
-    }
     return c;
-}
-
-int conn_open(struct conn *c)
-{
-    if (try_open(c) == 0)
-        return 0;
-    schedule_retry(c);
-    return -ENOTCONN;
 }
 
 virConnectPtr conn_get(const struct conn *c)
@@ -228,23 +172,10 @@ unsigned conn_generation(const struct conn *c)
     return c->generation;
 }
 
-void conn_lost(struct conn *c)
-{
-    if (!c->vc)
-        return;
-    log_msg(LOG_LVL_WARN, "lost libvirt connection %s; reconnecting", c->uri);
-    c->closing = false; /* whatever the close callback reported is handled here */
-    drop(c);
-    c->fn(c->ctx, CONN_DOWN, NULL, NULL);
-    evtimer_del(c->retry);
-    schedule_retry(c);
-}
-
 void conn_free(struct conn *c)
 {
     if (!c)
         return;
-    drop(c);
-    event_free(c->retry);
+    conn_drop(c);
     free(c);
 }

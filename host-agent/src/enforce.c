@@ -15,10 +15,12 @@
 #define CAP_SLACK 0.1
 #define CAP_MIN_CPUS 0.1
 
-void enf_init(struct enforcer *f, const struct hd_config *cfg)
+void enf_init(struct enforcer *f, const struct hd_config *cfg, enf_quota_fn quota, void *ctx)
 {
     memset(f, 0, sizeof(*f));
     f->cfg = cfg;
+    f->quota = quota;
+    f->quota_ctx = ctx;
 }
 
 const struct enf_vm *enf_find(const struct enforcer *f, const char *uuid)
@@ -38,17 +40,16 @@ const struct enf_vm *enf_find(const struct enforcer *f, const char *uuid)
     return NULL;
 }
 
-/* cpus < 0 removes the cap.  Returns 0 or -EIO. */
-static int set_quota(virConnectPtr vc, const struct enf_vm *v, double cpus)
+int enf_set_quota(virConnectPtr vc, const char *uuid, double cpus, char *err, size_t errlen)
 {
     virTypedParameter p[2];
     virDomainPtr dom;
     int rc = 0;
 
-    if (!vc)
-        return 0;
-    if (!(dom = virDomainLookupByUUIDString(vc, v->uuid)))
+    if (!(dom = virDomainLookupByUUIDString(vc, uuid))) {
+        snprintf(err, errlen, "no domain %s: %s", uuid, conn_error());
         return -EIO;
+    }
     memset(p, 0, sizeof(p));
     snprintf(p[0].field, sizeof(p[0].field), "%s", VIR_DOMAIN_SCHEDULER_GLOBAL_PERIOD);
     p[0].type = VIR_TYPED_PARAM_ULLONG;
@@ -58,39 +59,61 @@ static int set_quota(virConnectPtr vc, const struct enf_vm *v, double cpus)
     /* libvirt: a negative quota means no limit */
     p[1].value.l = cpus < 0 ? -1 : (long long)llround(cpus * (double)PERIOD_US);
     if (virDomainSetSchedulerParametersFlags(dom, p, 2, VIR_DOMAIN_AFFECT_LIVE) < 0) {
-        log_msg(LOG_LVL_WARN, "%s: cannot set the CPU quota: %s", v->name, conn_error());
+        snprintf(err, errlen, "cannot set the CPU quota: %s", conn_error());
         rc = -EIO;
     }
     virDomainFree(dom);
     return rc;
 }
 
-static void cap(struct enforcer *f, struct enf_vm *v, double cpus, virConnectPtr vc)
+static int set_quota(struct enforcer *f, const struct enf_vm *v, double cpus)
 {
-    if (set_quota(vc, v, cpus) < 0) {
+    return f->quota ? f->quota(f->quota_ctx, v->uuid, v->name, cpus) : 0;
+}
+
+static void cap(struct enforcer *f, struct enf_vm *v, double cpus)
+{
+    if (set_quota(f, v, cpus) < 0) {
         f->failures++;
         return;
     }
     log_msg(LOG_LVL_WARN, "%s%s: non-compliant under contention: capped to %.2f CPUs",
-            vc ? "" : "replay: ", v->name, cpus);
+            f->quota ? "" : "replay: ", v->name, cpus);
     v->capped = true;
     v->cap_cpus = cpus;
     f->caps++;
 }
 
-static void release(struct enforcer *f, struct enf_vm *v, virConnectPtr vc, const char *why)
+static void release(struct enforcer *f, struct enf_vm *v, const char *why)
 {
-    if (set_quota(vc, v, -1) < 0) {
+    if (set_quota(f, v, -1) < 0) {
         f->failures++;
         return;
     }
-    log_msg(LOG_LVL_INFO, "%s%s: cap released (%s)", vc ? "" : "replay: ", v->name, why);
+    log_msg(LOG_LVL_INFO, "%s%s: cap released (%s)", f->quota ? "" : "replay: ", v->name, why);
     v->capped = false;
     v->cap_cpus = 0;
     f->releases++;
 }
 
-void enf_apply(struct enforcer *f, const struct engine *e, virConnectPtr vc)
+void enf_failed(struct enforcer *f, const char *uuid, double cpus, const char *why)
+{
+    struct enf_vm *v = (struct enf_vm *)enf_find(f, uuid);
+
+    f->failures++;
+    if (!v)
+        return;
+    log_msg(LOG_LVL_WARN, "%s: %s failed: %s", v->name, cpus < 0 ? "cap release" : "cap", why);
+    /* Undo what cap() or release() assumed, so that the next decision acts again. */
+    if (cpus < 0) {
+        v->capped = true;
+    } else {
+        v->capped = false;
+        v->cap_cpus = 0;
+    }
+}
+
+void enf_apply(struct enforcer *f, const struct engine *e)
 {
     bool capping = strcmp(f->cfg->enforce, "cap") == 0;
     struct enf_vm *n;
@@ -112,9 +135,9 @@ void enf_apply(struct enforcer *f, const struct engine *e, virConnectPtr vc)
         bool should = capping && d->non_compliant && d->contended && !d->opt_out;
 
         if (should && (!v->capped || fabs(want - v->cap_cpus) > CAP_SLACK * v->cap_cpus))
-            cap(f, v, want, vc);
+            cap(f, v, want);
         else if (!should && v->capped)
-            release(f, v, vc,
+            release(f, v,
                     !capping       ? "enforcement off"
                     : d->contended ? "compliant"
                                    : "no contention");
@@ -146,11 +169,11 @@ void enf_annotate(const struct enforcer *f, json_object *report)
     }
 }
 
-void enf_finalise(struct enforcer *f, virConnectPtr vc)
+void enf_finalise(struct enforcer *f)
 {
     for (unsigned i = 0; i < f->nvm; i++)
         if (f->vm[i].capped)
-            release(f, &f->vm[i], vc, "shutting down");
+            release(f, &f->vm[i], "shutting down");
     free(f->vm);
     f->vm = NULL;
     f->nvm = 0;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -193,6 +194,22 @@ static void on_metrics(struct evhttp_request *req, void *arg)
                         (unsigned long long)e->changes);
     head(b, "corehint_policy_step_seconds", "gauge", "duration of the last policy step");
     evbuffer_add_printf(b, "corehint_policy_step_seconds %.9f\n", e->last_step_ns / 1e9);
+    head(b, "corehint_libvirt_connected", "gauge", "1 while the libvirt worker holds a connection");
+    evbuffer_add_printf(b, "corehint_libvirt_connected %d\n", e->connected ? 1 : 0);
+    head(b, "corehint_last_decision_timestamp_seconds", "gauge",
+         "Unix time of the last decision from a good libvirt sample (0: none yet)");
+    evbuffer_add_printf(b, "corehint_last_decision_timestamp_seconds %.3f\n",
+                        e->last_decided_unix);
+    head(b, "corehint_stale", "gauge",
+         "1 while no decision is younger than stale_intervals: hints widen to all vCPUs");
+    evbuffer_add_printf(b, "corehint_stale %d\n", e->stale ? 1 : 0);
+    head(b, "corehint_stale_episodes_total", "counter", "times the staleness limit was crossed");
+    evbuffer_add_printf(b, "corehint_stale_episodes_total %llu\n",
+                        (unsigned long long)e->stale_episodes);
+    head(b, "corehint_sample_overruns_total", "counter",
+         "ticks that found the previous libvirt sample still running");
+    evbuffer_add_printf(b, "corehint_sample_overruns_total %llu\n",
+                        (unsigned long long)e->overruns);
     head(b, "corehint_sample_seconds", "gauge",
          "duration of the last libvirt sample (statistics, placement, XML)");
     evbuffer_add_printf(b, "corehint_sample_seconds %.9f\n", e->last_sample_ns / 1e9);
@@ -263,6 +280,21 @@ static void on_status(struct evhttp_request *req, void *arg)
     json_object_object_add(daemon, "preferred_changes", json_object_new_uint64(h->e->changes));
     json_object_object_add(daemon, "policy_step_ns", json_object_new_uint64(h->e->last_step_ns));
     json_object_object_add(daemon, "sample_ns", json_object_new_uint64(h->e->last_sample_ns));
+    if (h->e->live) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t now_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+        json_object_object_add(daemon, "libvirt",
+                               json_object_new_string(h->e->connected ? "connected"
+                                                                      : "waiting for libvirt"));
+        json_object_object_add(daemon, "stale", json_object_new_boolean(h->e->stale));
+        if (h->e->last_decided_ms)
+            json_object_object_add(daemon, "decision_age_ms",
+                                   json_object_new_uint64(now_ms - h->e->last_decided_ms));
+        json_object_object_add(daemon, "stale_episodes",
+                               json_object_new_uint64(h->e->stale_episodes));
+        json_object_object_add(daemon, "sample_overruns", json_object_new_uint64(h->e->overruns));
+    }
     json_object_object_add(daemon, "hints", json_object_new_uint64(h->a->hints_total));
     json_object_object_add(daemon, "hint_ack_p50_ns",
                            json_object_new_uint64(act_latency_quantile(h->a, 0.5)));

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * corehint-hostd: wiring only.  Start-up in dependency order (config, log, event base,
- * libvirt bridge, connection, collector, engine, timers), shutdown in reverse.
+ * engine, actuators, HTTP, privileges, libvirt worker, timers), shutdown in reverse.  The
+ * event loop never calls libvirt: the tick asks the worker (worker.h) for a sample and keeps
+ * the leases renewed; results come back as events.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +17,8 @@
 
 #include <event2/event.h>
 
-#include "collect.h"
-#include "config.h"
 #include "conn.h"
+#include "config.h"
 #include "corehint/log.h"
 #include "actuate.h"
 #include "enforce.h"
@@ -25,13 +27,12 @@
 #include "notify.h"
 #include "privdrop.h"
 #include "record.h"
-#include "vevent.h"
+#include "worker.h"
 
 struct hostd {
     struct hd_config cfg;
     struct event_base *base;
-    struct conn *conn;
-    struct collector *col;
+    struct worker *wk;
     struct engine eng;
     struct actuator act;
     struct enforcer enf;
@@ -39,15 +40,16 @@ struct hostd {
     struct privdrop priv;
     bool delivering; /* live daemon or paced replay: channels and HTTP are up */
     bool replay_done;
-    bool ready; /* READY=1 sent */
     struct event *watchdog;
     struct rec_reader *replay;
     FILE *record;
     struct event *tick;
     struct event *sigs[3];
-    unsigned samples; /* --once: samples taken */
-    uint64_t sample_start_ms;
+    unsigned samples; /* samples fed to the engine */
     uint64_t slow_warned_ms; /* last "libvirtd is slow" warning */
+    uint64_t last_apply_ms;  /* last time the leases were renewed */
+    unsigned status_ndom;    /* domain count in the last STATUS= sent */
+    bool denied_warned;
     int exit_code;
 };
 
@@ -228,18 +230,6 @@ static void print_report(struct hostd *h, int flags)
     json_object_put(r);
 }
 
-static void on_conn(void *ctx, enum conn_event ev, const char *uuid, const char *what)
-{
-    struct hostd *h = ctx;
-
-    if (ev == CONN_DOWN)
-        eng_reset(&h->eng);
-    else if (ev == CONN_UP)
-        col_invalidate(h->col, NULL);
-    else
-        col_invalidate(h->col, uuid);
-}
-
 static uint64_t mono_ms(void)
 {
     struct timespec ts;
@@ -248,74 +238,192 @@ static uint64_t mono_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/*
- * The next sample one interval after this one started, but never sooner than a quarter
- * interval after it ended: a slow libvirtd must not make two samples land back to back.
- * --once waits a whole interval after its first sample.
- */
-static void arm(struct hostd *h)
+static void arm_ms(struct hostd *h, uint64_t ms)
 {
-    uint64_t spent = mono_ms() - h->sample_start_ms, iv = h->cfg.interval_ms;
-    uint64_t delay = h->cfg.once || spent >= iv ? iv : iv - spent;
-
-    if (!h->cfg.once && delay < iv / 4)
-        delay = iv / 4;
-    struct timeval tv = {(time_t)(delay / 1000), (long)(delay % 1000) * 1000};
+    struct timeval tv = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000};
 
     evtimer_add(h->tick, &tv);
 }
 
-static void sample(struct hostd *h)
+static void set_status(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void set_status(const char *fmt, ...)
 {
-    virConnectPtr vc = conn_get(h->conn);
-    struct snapshot *s;
+    char msg[512] = "STATUS=";
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg + 7, sizeof(msg) - 7, fmt, ap);
+    va_end(ap);
+    notify_send(msg);
+}
+
+/* The leases: the latest decision, or all vCPUs once it is older than the staleness limit. */
+static void deliver(struct hostd *h, uint64_t now)
+{
+    uint64_t limit = (uint64_t)h->cfg.stale_intervals * h->cfg.interval_ms;
+    bool stale = h->eng.decided && now - h->eng.last_decided_ms > limit;
+
+    if (stale && !h->eng.stale) {
+        h->eng.stale_episodes++;
+        log_msg(LOG_LVL_WARN,
+                "no decision for %llu ms (libvirt %s): widening every guest to all its vCPUs",
+                (unsigned long long)(now - h->eng.last_decided_ms),
+                h->eng.connected ? "is not answering" : "is not connected");
+    } else if (!stale && h->eng.stale) {
+        log_msg(LOG_LVL_INFO, "deciding again after %llu stale intervals",
+                (unsigned long long)h->eng.stale_episodes);
+    }
+    h->eng.stale = stale;
+    if (!h->delivering || !h->eng.decided)
+        return;
+    act_apply(&h->act, &h->eng, stale);
+    h->last_apply_ms = now;
+}
+
+static void feed(struct hostd *h, struct wk_result *r)
+{
+    struct snapshot *s = r->snap;
+    uint64_t now = mono_ms();
     int rc;
 
-    h->sample_start_ms = mono_ms();
-    if (!vc)
-        return; /* reconnecting; conn logs */
-    if ((rc = col_sample(h->col, vc, &s)) == -ENOTCONN) {
-        conn_lost(h->conn);
+    h->eng.last_sample_ns = r->took_ms * 1000000u;
+    if (r->rc < 0) {
+        if (r->rc != -ENOTCONN)
+            log_msg(LOG_LVL_DEBUG, "sample failed: %s", strerror(-r->rc));
         return;
     }
-    if (rc < 0)
-        return;
-    uint64_t took = mono_ms() - h->sample_start_ms;
-    h->eng.last_sample_ns = took * 1000000u;
-    /* One loop does everything: a slow libvirtd delays hints and HTTP too.  Say so, at most
-     * once a minute. */
-    if (took > h->cfg.interval_ms / 2 && h->sample_start_ms >= h->slow_warned_ms + 60000) {
+    r->snap = NULL; /* ours now */
+    /* Say when libvirtd is slow, at most once a minute: the loop does not wait for it, but
+     * the decisions do. */
+    if (r->took_ms > h->cfg.interval_ms / 2 && now >= h->slow_warned_ms + 60000) {
         log_msg(LOG_LVL_WARN, "sample of %u domains took %llu ms (interval %u ms): libvirtd is slow",
-                s->ndom, (unsigned long long)took, h->cfg.interval_ms);
-        h->slow_warned_ms = h->sample_start_ms;
+                s->ndom, (unsigned long long)r->took_ms, h->cfg.interval_ms);
+        h->slow_warned_ms = now;
     } else {
         log_msg(LOG_LVL_DEBUG, "sample of %u domains took %llu ms", s->ndom,
-                (unsigned long long)took);
+                (unsigned long long)r->took_ms);
     }
-    if (eng_too_soon(&h->eng, s, conn_generation(h->conn))) {
+    if (eng_too_soon(&h->eng, s, r->gen)) {
         h->eng.short_skipped++;
         log_msg(LOG_LVL_DEBUG, "sample %llu ms after the previous one: too short a window, skipped",
                 (unsigned long long)((s->t_ns - h->eng.prev->t_ns) / 1000000u));
         snap_free(s);
-        if (h->delivering)
-            act_apply(&h->act, &h->eng, vc); /* the leases still get their renewal */
         return;
     }
     h->samples++;
     act_annotate(&h->act, s);
-    if ((rc = eng_feed(&h->eng, s, conn_generation(h->conn))) < 0)
+    if ((rc = eng_feed(&h->eng, s, r->gen)) < 0) {
         log_msg(LOG_LVL_ERR, "decision failed: %s", strerror(-rc));
-    else if (rc > 0 && h->delivering)
-        act_apply(&h->act, &h->eng, conn_get(h->conn));
-    if (rc > 0 && h->delivering && !h->cfg.dry_run)
-        enf_apply(&h->enf, &h->eng, conn_get(h->conn));
-    if (rc > 0 && !h->ready && !h->cfg.once) {
-        /* Ready means measuring and deciding, which takes the first good pair of samples. */
-        char msg[128];
-        snprintf(msg, sizeof(msg), "READY=1\nSTATUS=deciding for %u domains", h->eng.ndec);
-        notify_send(msg);
-        h->ready = true;
+        return;
     }
+    if (rc == 0)
+        return;
+    h->eng.last_decided_ms = now;
+    {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        h->eng.last_decided_unix = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    }
+    deliver(h, now); /* a new decision goes out at once */
+    if (h->delivering && !h->cfg.dry_run)
+        enf_apply(&h->enf, &h->eng);
+    if (h->delivering && h->eng.ndec != h->status_ndom) {
+        set_status("deciding for %u domains", h->eng.ndec);
+        h->status_ndom = h->eng.ndec;
+    }
+}
+
+/* The worker's results, on the loop. */
+static void on_result(void *ctx, struct wk_result *r)
+{
+    struct hostd *h = ctx;
+
+    switch (r->job.kind) {
+    case WK_SAMPLE:
+        feed(h, r);
+        if (!h->cfg.once)
+            break;
+        if (h->eng.decided) {
+            print_report(h, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED);
+            event_base_loopexit(h->base, NULL);
+        } else if (r->rc == -ENOTCONN) {
+            log_msg(LOG_LVL_ERR, "lost the libvirt connection during --once");
+            h->exit_code = 1;
+            event_base_loopexit(h->base, NULL);
+        } else {
+            arm_ms(h, h->cfg.interval_ms); /* the second sample one interval later */
+        }
+        break;
+    case WK_AGENT:
+        act_agent_done(&h->act, r->job.uuid, &r->job.cpus, r->rc, r->err);
+        break;
+    case WK_QUOTA:
+        if (r->rc < 0)
+            enf_failed(&h->enf, r->job.uuid, r->job.quota_cpus, r->err);
+        break;
+    case WK_UP:
+        h->eng.connected = true;
+        set_status("connected to %s, measuring", h->cfg.uri);
+        h->status_ndom = (unsigned)-1;
+        break;
+    case WK_DOWN:
+        h->eng.connected = false;
+        eng_reset(&h->eng);
+        if (r->denied && h->priv.active && !h->denied_warned) {
+            log_msg(LOG_LVL_WARN,
+                    "user %s cannot reach %s: give it access to the libvirt socket "
+                    "(group libvirt with libvirt's polkit rule, or unix_sock_group and "
+                    "auth_unix_rw in libvirtd.conf; see corehint-hostd(8))",
+                    h->priv.user, h->cfg.uri);
+            h->denied_warned = true;
+        }
+        if (h->cfg.once) {
+            log_msg(LOG_LVL_ERR, "cannot connect to %s: %s", h->cfg.uri, r->err);
+            h->exit_code = 1;
+            event_base_loopexit(h->base, NULL);
+            break;
+        }
+        set_status("waiting for libvirt (%s: %s)", h->cfg.uri, r->err);
+        break;
+    }
+}
+
+static int submit_agent(void *ctx, const char *uuid, const char *name, enum cfg_actuator how,
+                        const ch_cpuset *cpus, unsigned nvcpu)
+{
+    struct hostd *h = ctx;
+    struct wk_job j = {.kind = WK_AGENT, .how = how, .cpus = *cpus, .nvcpu = nvcpu};
+
+    snprintf(j.uuid, sizeof(j.uuid), "%s", uuid);
+    snprintf(j.name, sizeof(j.name), "%s", name);
+    return wk_submit(h->wk, &j);
+}
+
+static int submit_quota(void *ctx, const char *uuid, const char *name, double cpus)
+{
+    struct hostd *h = ctx;
+    struct wk_job j = {.kind = WK_QUOTA, .quota_cpus = cpus};
+
+    snprintf(j.uuid, sizeof(j.uuid), "%s", uuid);
+    snprintf(j.name, sizeof(j.name), "%s", name);
+    return wk_submit(h->wk, &j);
+}
+
+/* Ask for a sample unless one is still running; renew the leases when no decision did. */
+static void live_tick(struct hostd *h)
+{
+    uint64_t now = mono_ms();
+
+    if (!wk_sample_pending(h->wk)) {
+        struct wk_job j = {.kind = WK_SAMPLE};
+        if (wk_submit(h->wk, &j) < 0)
+            log_msg(LOG_LVL_WARN, "the libvirt worker's queue is full; sample skipped");
+    } else {
+        h->eng.overruns++;
+        log_msg(LOG_LVL_DEBUG, "the previous sample is still running");
+    }
+    if (!h->cfg.once && now - h->last_apply_ms >= h->cfg.interval_ms / 2)
+        deliver(h, now);
 }
 
 static void on_watchdog(evutil_socket_t fd, short what, void *arg)
@@ -354,11 +462,11 @@ static void replay_step(struct hostd *h)
         act_annotate(&h->act, s);
     if (!h->replay_done && eng_feed(&h->eng, s, 0) > 0) {
         if (!h->cfg.dry_run)
-            enf_apply(&h->enf, &h->eng, NULL);
+            enf_apply(&h->enf, &h->eng);
         print_report(h, JSON_C_TO_STRING_PLAIN);
     }
     if (h->delivering)
-        act_apply(&h->act, &h->eng, NULL);
+        act_apply(&h->act, &h->eng, false);
     arm_replay(h);
 }
 
@@ -366,20 +474,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct hostd *h = arg;
 
-    if (h->replay) {
+    if (h->replay)
         replay_step(h);
-        return;
-    }
-    sample(h);
-    arm(h);
-    if (h->cfg.once && h->eng.decided) {
-        print_report(h, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED);
-        event_base_loopexit(h->base, NULL);
-    } else if (h->cfg.once && !conn_get(h->conn)) {
-        log_msg(LOG_LVL_ERR, "lost the libvirt connection during --once");
-        h->exit_code = 1;
-        event_base_loopexit(h->base, NULL);
-    }
+    else
+        live_tick(h);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -413,9 +511,11 @@ static int start(struct hostd *h)
         log_msg(LOG_LVL_ERR, "cannot open %s: %s", h->cfg.record, strerror(errno));
         return -errno;
     }
+    bool live = !h->cfg.replay[0];
     eng_init(&h->eng, &h->cfg, h->record);
-    act_init(&h->act, h->base, &h->cfg);
-    enf_init(&h->enf, &h->cfg);
+    h->eng.live = live && !h->cfg.once;
+    act_init(&h->act, h->base, &h->cfg, live ? submit_agent : NULL, h);
+    enf_init(&h->enf, &h->cfg, live ? submit_quota : NULL, h);
     h->delivering = !h->cfg.once && (!h->cfg.replay[0] || h->cfg.replay_realtime);
     if (h->delivering && h->cfg.metrics_listen[0] &&
         !(h->http = http_start(h->base, h->cfg.metrics_listen, &h->eng, &h->act, &h->enf, &h->cfg)))
@@ -440,23 +540,12 @@ static int start(struct hostd *h)
         const char *sep = strstr(h->cfg.uri, "://");
         bool local = sep && sep[3] == '/';
         conn_init_libvirt();
-        if (vev_register(h->base) < 0 || !(h->col = col_new(local ? "/proc" : "")) ||
-            !(h->conn = conn_new(h->base, h->cfg.uri, on_conn, h)))
+        if (!(h->wk = wk_start(h->base, h->cfg.uri, !cfg_needs_write(&h->cfg),
+                               local ? "/proc" : "", on_result, h)))
             return -ENOMEM;
-        if (conn_open(h->conn) < 0) {
-            if (h->priv.active && conn_error_is_denied())
-                log_msg(LOG_LVL_WARN,
-                        "user %s cannot reach %s: give it access to the libvirt socket "
-                        "(group libvirt with libvirt's polkit rule, or unix_sock_group and "
-                        "auth_unix_rw in libvirtd.conf; see corehint-hostd(8))",
-                        h->priv.user, h->cfg.uri);
-            if (h->cfg.once) {
-                log_msg(LOG_LVL_ERR, "cannot connect to %s: %s", h->cfg.uri, conn_error());
-                return -ENOTCONN;
-            }
-        }
     }
-    if (!(h->tick = evtimer_new(h->base, on_tick, h)))
+    /* Live: a steady tick, whatever libvirt does; --once and replay arm it themselves. */
+    if (!(h->tick = event_new(h->base, -1, h->eng.live ? EV_PERSIST : 0, on_tick, h)))
         return -ENOMEM;
     if (notify_watchdog_usec() && !h->cfg.once) {
         /* Pet at half the period systemd asked for, from the loop itself: a stuck loop dies. */
@@ -469,8 +558,13 @@ static int start(struct hostd *h)
     if (h->replay) {
         arm_replay(h);
     } else {
-        sample(h); /* the first sample now, so --once takes one interval */
-        arm(h);
+        live_tick(h); /* the first sample now, so --once takes one interval */
+        if (h->eng.live)
+            arm_ms(h, h->cfg.interval_ms);
+    }
+    if (h->delivering && !h->replay) {
+        /* Serving HTTP and holding leases is being ready; libvirt may come later. */
+        notify_send("READY=1\nSTATUS=waiting for libvirt");
     }
     return 0;
 }
@@ -483,15 +577,12 @@ static void stop(struct hostd *h)
         event_free(h->tick);
     http_stop(h->http);
     act_finalise(&h->act);
-    enf_finalise(&h->enf, h->conn ? conn_get(h->conn) : NULL);
+    enf_finalise(&h->enf); /* queues the cap releases: the worker drains them */
+    wk_stop(h->wk, 5000);
     eng_finalise(&h->eng);
     rec_close(h->replay);
     if (h->record)
         fclose(h->record);
-    conn_free(h->conn);
-    col_free(h->col);
-    if (!h->cfg.replay[0])
-        vev_finalise();
     for (unsigned i = 0; i < 3; i++)
         if (h->sigs[i])
             event_free(h->sigs[i]);

@@ -285,3 +285,10 @@ int qga_set_vcpus(struct qga_link *l, const ch_cpuset *online, unsigned nvcpu, c
     json_object_put(ret);
     return rc;
 }
+
+int qga_apply(struct qga_link *l, enum cfg_actuator how, const ch_cpuset *cpus, unsigned nvcpu,
+              char *err, size_t errlen)
+{
+    return how == CFG_ACT_AGENT_SYSFS ? qga_write_preferred(l, cpus, err, errlen)
+                                      : qga_set_vcpus(l, cpus, nvcpu, err, errlen);
+}

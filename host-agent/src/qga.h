@@ -8,7 +8,8 @@
  *                vCPU 0 is never touched.
  * The transport is opaque: live, virDomainQemuAgentCommand through libvirt; in replay, the
  * agent's own socket (a fake agent in tests), synchronised with guest-sync.  Both block for at
- * most QGA_TIMEOUT_S per command, which is why hostd only acts when a decision changes.
+ * most QGA_TIMEOUT_S per command: live, the libvirt worker runs them (worker.h), never the
+ * event loop; and hostd only acts when a decision changes.
  */
 #ifndef HOSTD_QGA_H
 #define HOSTD_QGA_H
@@ -18,6 +19,7 @@
 #include <json-c/json.h>
 #include <libvirt/libvirt.h>
 
+#include "config.h"
 #include "corehint/cpulist.h"
 
 #define QGA_TIMEOUT_S 2
@@ -34,6 +36,9 @@ void qga_close(struct qga_link *l);
 int qga_write_preferred(struct qga_link *l, const ch_cpuset *cpus, char *err, size_t errlen);
 int qga_set_vcpus(struct qga_link *l, const ch_cpuset *online, unsigned nvcpu, char *err,
                   size_t errlen);
+/* The actuator how (CFG_ACT_AGENT_SYSFS or CFG_ACT_AGENT_VCPUS) applied to cpus. */
+int qga_apply(struct qga_link *l, enum cfg_actuator how, const ch_cpuset *cpus, unsigned nvcpu,
+              char *err, size_t errlen);
 
 /* Base64 of len bytes into out (size >= 4 * ((len + 2) / 3) + 1); exposed for unit tests. */
 void qga_base64(const unsigned char *in, size_t len, char *out);

@@ -7,11 +7,14 @@
  *                                     connection's close callback and then fails, and the
  *                                     connection reports itself dead from then on (what
  *                                     libvirt does when libvirtd goes away during a call)
+ *   COREHINT_FAULT_STATS_HANG_AT=N    the Nth virConnectGetAllDomainStats call first sleeps
+ *   COREHINT_FAULT_STATS_HANG_MS=M    M ms (a libvirtd that is stopped or stuck on a domain job)
  * Every injected fault is said on stderr ("fault-libvirt: ..."), so a test can tell that it
  * was really met. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <libvirt/libvirt.h>
 
@@ -72,7 +75,17 @@ int virConnectGetAllDomainStats(virConnectPtr conn, unsigned int stats,
     static int (*real_virConnectGetAllDomainStats)(virConnectPtr, unsigned int,
                                                    virDomainStatsRecordPtr **, unsigned int);
 
-    if (++stats_calls == knob("COREHINT_FAULT_STATS_CLOSE_AT")) {
+    if (++stats_calls == knob("COREHINT_FAULT_STATS_HANG_AT")) {
+        unsigned long ms = knob("COREHINT_FAULT_STATS_HANG_MS");
+        struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+        fprintf(stderr, "fault-libvirt: virConnectGetAllDomainStats call %lu hangs %lu ms\n",
+                stats_calls, ms);
+        while (nanosleep(&ts, &ts) != 0)
+            ;
+        fprintf(stderr, "fault-libvirt: virConnectGetAllDomainStats call %lu goes on\n",
+                stats_calls);
+    }
+    if (stats_calls == knob("COREHINT_FAULT_STATS_CLOSE_AT")) {
         fprintf(stderr, "fault-libvirt: virConnectGetAllDomainStats call %lu: connection closed\n",
                 stats_calls);
         dead_conn = conn;

@@ -647,6 +647,92 @@ def reconnect_after_close_inside_a_call():
 
 
 @case
+def libvirt_hang_keeps_leases():
+    """libvirt's statistics call hangs for 12 intervals (tests/lib/fault-libvirt.c; what a
+    SIGSTOPped libvirtd or a domain job does): the event loop does not wait for it.  The guest
+    keeps getting its hint every interval, HTTP answers throughout, and once the decision is
+    older than stale_intervals (6) every guest is widened to all its vCPUs (reason "stale");
+    when libvirt answers again hostd decides again.  Before the libvirt worker, the loop froze
+    for the whole call: no hint, no HTTP, every lease expired."""
+    lib = os.environ.get("FAULT_LIBVIRT", "")
+    check(os.path.exists(lib), "FAULT_LIBVIRT names the fault injection library: %r" % lib)
+    iv = 200 if SLOW == 1 else 1000
+    hang_ms = 12 * iv
+    d = tempfile.mkdtemp(prefix="hostd-hang-")
+    g = None
+    p = None
+    log = open(os.path.join(d, "hostd.log"), "w+")
+    try:
+        sock = os.path.join(d, "vm.sock")
+        node = os.path.join(d, "node.xml")
+        write(node, TEST_NODE_XML % sock)
+        g = FakeGuest(sock)
+        env = dict(os.environ, LD_PRELOAD=lib, COREHINT_FAULT_STATS_HANG_AT="6",
+                   COREHINT_FAULT_STATS_HANG_MS=str(hang_ms))
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+        p = subprocess.Popen(argv(["--connect", "test://" + node, "--foreground",
+                                   "--interval-ms", str(iv), "--metrics-listen", "127.0.0.1:0"]),
+                             stdout=subprocess.DEVNULL, stderr=log, text=True, env=env)
+        port = wait_port(log, p)
+
+        def text():
+            log.flush()
+            log.seek(0)
+            return log.read()
+
+        def get(path):
+            t0 = time.monotonic()
+            with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path),
+                                        timeout=hang_ms / 1000.0 * 2) as r:
+                body = r.read().decode()
+            return time.monotonic() - t0, body
+
+        wait_for(lambda: "call 6 hangs" in text(), 60 * SLOW, "the hang")
+        t_hang = time.monotonic()
+        slowest = 0.0
+        stale_seen = False
+        while "call 6 goes on" not in text() and time.monotonic() - t_hang < hang_ms / 1000.0 * 3:
+            took, body = get("/metrics")
+            slowest = max(slowest, took)
+            stale_seen = stale_seen or "\ncorehint_stale 1\n" in body
+            time.sleep(iv / 1000.0)
+        t_end = time.monotonic()
+        check("call 6 goes on" in text(), "the hang ended: " + text()[-2000:])
+        check(slowest < hang_ms / 1000.0 / 3,
+              "/metrics answered during the hang within %.1f s (slowest %.2f s)"
+              % (hang_ms / 1000.0 / 3, slowest))
+        check(stale_seen, "/metrics said corehint_stale 1 during the hang")
+        hints = [(t, m) for t, m, _ in g.msgs("hint") if t_hang <= t <= t_end]
+        times = [t_hang] + [t for t, _ in hints] + [t_end]
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        lease = 3 * iv / 1000.0
+        check(max(gaps) < lease * (1 if SLOW == 1 else 3),
+              "a hint at least every lease (%.1f s) during the hang: gaps %s"
+              % (lease, ["%.2f" % x for x in gaps]))
+        stale = [m for _, m in hints if m.get("reason") == "stale"]
+        check(stale and all(m["cpus"] == "0-1" for m in stale),
+              "widened to all vCPUs with reason stale once the decision aged: %s"
+              % [m for _, m in hints][-5:])
+        check("widening every guest" in text(), "the widening is logged")
+
+        def fresh_after():
+            return [m for t, m, _ in g.msgs("hint") if t > t_end and m.get("reason") != "stale"]
+        wait_for(lambda: fresh_after(), 30 * SLOW, "a decided hint after the hang")
+        _, st = get("/status")
+        dmn = json.loads(st)["daemon"]
+        check(dmn["libvirt"] == "connected" and dmn["stale_episodes"] == 1 and
+              dmn["sample_overruns"] >= 5, "status after the hang: %s" % dmn)
+    finally:
+        if p:
+            p.send_signal(signal.SIGTERM)
+            p.wait(30 * SLOW + hang_ms / 1000.0)
+        if g:
+            g.close()
+        log.close()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@case
 def privilege_drop():
     """Started as root with --user nobody --groups libvirt-qemu: after start-up hostd holds
     no root id and no capability, reaches a channel socket through the extra group only, and
@@ -743,6 +829,7 @@ def systemd_notify():
                     pass
                 if time.monotonic() - t0 > 2 and \
                         any(m.startswith("READY") for _, m in got) and \
+                        any(m == "STATUS=deciding for 1 domains" for _, m in got) and \
                         len([m for _, m in got if m == "WATCHDOG=1"]) >= 3:
                     break
         finally:
@@ -754,11 +841,16 @@ def systemd_notify():
             except socket.timeout:
                 pass
             srv.close()
-        ready = [t for t, m in got if m.startswith("READY=1")]
+        # READY once hostd serves HTTP and holds leases, before libvirt answers: systemd must
+        # not restart-loop it through a libvirtd outage; STATUS= then says what it is doing
+        ready = [(t, m) for t, m in got if m.startswith("READY=1")]
         check(len(ready) == 1, "one READY=1: %s" % got)
-        check(ready[0] >= 0.2, "READY=1 only after the first decision (one interval): %s" % ready)
-        check("STATUS=deciding for 1 domains" in [m for _, m in got if m.startswith("READY")][0],
-              "status text")
+        check("STATUS=waiting for libvirt" in ready[0][1], "READY says what it waits for: %s" % ready)
+        msgs = [m for _, m in got]
+        check("STATUS=connected to test:///default, measuring" in msgs, "connected status: %s" % msgs)
+        deciding = [t for t, m in got if m == "STATUS=deciding for 1 domains"]
+        check(deciding and deciding[0] >= ready[0][0] + 0.2,
+              "deciding only after the first decision (one interval after READY): %s" % got)
         dogs = [t for t, m in got if m == "WATCHDOG=1"]
         check(len(dogs) >= 3, "watchdog pets every 0.2 s: %s" % dogs)
         check(got[-1][1] == "STOPPING=1", "STOPPING=1 at SIGTERM: %s" % got[-3:])

@@ -1,19 +1,26 @@
 #!/bin/bash
 # Scenario 5: libvirtd restarts under a running, unprivileged hostd.  hostd starts as root and
-# switches to user nobody with the groups libvirt (the read-write libvirt socket, see
-# tests/lib/libvirt-env) and libvirt-qemu (qemu's channel socket); it reconnects as nobody
-# (a new connection generation in its log) and keeps deciding; the guest keeps getting hints
-# throughout.
+# switches to user nobody with the one group it needs, libvirt-qemu (qemu's channel socket):
+# without enforce = cap or a qemu-ga actuator it opens libvirt read-only, which any local user
+# may (tests/lib/libvirt-env).  It reconnects as nobody (a new connection generation in its
+# log) and keeps deciding; the guest keeps getting hints throughout.
 . "$(dirname "$0")/../lib.sh"
 e2e_begin libvirtd-restart
 e2e_guest a 2 "corehint.work=idle"
 e2e_wait_all_console "^CH guestd start" 120 a
-# Without group libvirt the switch still happens, and hostd says what is missing.
-"$COREHINT_HOSTD" --connect "$E2E_URI" --once --user nobody >"$E2E_DIR/denied.log" 2>&1 &&
-    e2e_fail "hostd --once as nobody without group libvirt reached libvirt"
+# Write access (enforce = cap) without group libvirt: refused, and hostd says what is missing.
+printf 'enforce = "cap"\n' >"$E2E_DIR/cap.conf"
+"$COREHINT_HOSTD" -c "$E2E_DIR/cap.conf" --connect "$E2E_URI" --once --user nobody \
+    >"$E2E_DIR/denied.log" 2>&1 &&
+    e2e_fail "hostd --once with enforce = cap as nobody without group libvirt reached libvirt"
 e2e_expect "a refused libvirt connection names the missing access" \
     grep -q "user nobody cannot reach qemu:///system: give it access to the libvirt socket" "$E2E_DIR/denied.log"
-e2e_start_hostd --interval-ms 1000 --user nobody --groups libvirt,libvirt-qemu
+# Measuring only: read-only, no group needed.
+e2e_expect "hostd --once as nobody without any group measures through a read-only connection" \
+    sh -c '"$1" --connect "$2" --once --user nobody -v >"$3" 2>"$4" && grep -q "read-only" "$4" &&
+        grep -q "\"name\": \"$5\"" "$3"' sh "$COREHINT_HOSTD" "$E2E_URI" "$E2E_DIR/ro.json" \
+    "$E2E_DIR/ro.log" "corehint-e2e-a-$$"
+e2e_start_hostd --interval-ms 1000 --user nobody --groups libvirt-qemu
 e2e_expect "hostd runs as nobody without any capability" e2e_unprivileged "$E2E_HOSTD_PID" nobody
 e2e_expect "guest a acknowledges hints" \
     e2e_until 60 e2e_status_field a 'd["channel"]["status"]["seq"] >= 2 or exit(1)'

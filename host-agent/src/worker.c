@@ -1,0 +1,451 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libvirt/libvirt.h>
+
+#include "collect.h"
+#include "conn.h"
+#include "corehint/log.h"
+#include "enforce.h"
+#include "qga.h"
+
+#define WK_QUEUE_MAX 256u
+#define WK_INVAL_MAX 64u
+#define BACKOFF_MIN_MS 500u
+#define BACKOFF_MAX_MS 30000u
+
+struct wk_node {
+    struct wk_result r;
+    struct wk_node *next;
+};
+
+struct worker {
+    /* set at start, then read-only */
+    struct event_base *base;
+    wk_result_fn fn;
+    void *ctx;
+    char uri[256];
+    struct conn *conn;        /* worker thread only */
+    struct collector *col;    /* worker thread only */
+    pthread_t thread, evthread;
+    bool thread_started, evthread_started;
+    int pipe[2];
+    struct event *wake;
+    int evtimer;
+
+    pthread_mutex_t mu; /* everything below */
+    pthread_cond_t cv;
+    struct wk_job queue[WK_QUEUE_MAX];
+    unsigned qhead, qlen;
+    bool stop;
+    bool closed; /* the close callback fired */
+    bool inval_all;
+    char inval[WK_INVAL_MAX][SNAP_UUID_LEN + 1];
+    unsigned ninval;
+    struct wk_node *res_head, **res_tail; /* results not yet delivered to the loop */
+    bool sample_pending; /* loop side only, but kept here for wk_sample_pending() */
+    uint64_t drain_until_ms;
+
+    atomic_bool connected;
+    atomic_bool evstop;
+};
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* libvirt's event thread (and the close callback inside a failing call): flags only. */
+static void on_conn(void *ctx, enum conn_event ev, const char *uuid)
+{
+    struct worker *w = ctx;
+
+    pthread_mutex_lock(&w->mu);
+    if (ev == CONN_CLOSED) {
+        w->closed = true;
+        pthread_cond_signal(&w->cv);
+    } else if (w->ninval < WK_INVAL_MAX) {
+        snprintf(w->inval[w->ninval++], sizeof(w->inval[0]), "%s", uuid);
+    } else {
+        w->inval_all = true;
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Worker thread: hand r to the loop. */
+static void post(struct worker *w, const struct wk_result *r)
+{
+    struct wk_node *n = malloc(sizeof(*n));
+    char byte = 0;
+
+    if (!n) {
+        snap_free(r->snap);
+        log_msg(LOG_LVL_ERR, "out of memory: a libvirt result was lost");
+        return;
+    }
+    n->r = *r;
+    n->next = NULL;
+    pthread_mutex_lock(&w->mu);
+    *w->res_tail = n;
+    w->res_tail = &n->next;
+    pthread_mutex_unlock(&w->mu);
+    /* A full pipe already holds a wake-up. */
+    if (write(w->pipe[1], &byte, 1) < 0 && errno != EAGAIN)
+        log_msg(LOG_LVL_ERR, "cannot wake the event loop: %s", strerror(errno));
+}
+
+/* Event loop: deliver every posted result, in order. */
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+    char buf[64];
+    struct wk_node *n;
+
+    while (read(fd, buf, sizeof(buf)) > 0)
+        ;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        if ((n = w->res_head)) {
+            w->res_head = n->next;
+            if (!w->res_head)
+                w->res_tail = &w->res_head;
+            if (n->r.job.kind == WK_SAMPLE)
+                w->sample_pending = false;
+        }
+        pthread_mutex_unlock(&w->mu);
+        if (!n)
+            break;
+        w->fn(w->ctx, &n->r);
+        snap_free(n->r.snap); /* NULL when the receiver took it */
+        free(n);
+    }
+}
+
+static void run_sample(struct worker *w, virConnectPtr vc, struct wk_result *r)
+{
+    char uuids[WK_INVAL_MAX][SNAP_UUID_LEN + 1];
+    unsigned n;
+    bool all;
+
+    pthread_mutex_lock(&w->mu);
+    n = w->ninval;
+    all = w->inval_all;
+    memcpy(uuids, w->inval, sizeof(uuids[0]) * n);
+    w->ninval = 0;
+    w->inval_all = false;
+    pthread_mutex_unlock(&w->mu);
+    if (all)
+        col_invalidate(w->col, NULL);
+    for (unsigned i = 0; i < n; i++)
+        col_invalidate(w->col, uuids[i]);
+    r->rc = col_sample(w->col, vc, &r->snap);
+}
+
+static void run_agent(virConnectPtr vc, struct wk_result *r)
+{
+    struct qga_link *l = qga_open(vc, r->job.uuid, NULL, r->err, sizeof(r->err));
+
+    if (!l) {
+        r->rc = -EIO;
+        return;
+    }
+    r->rc = qga_apply(l, r->job.how, &r->job.cpus, r->job.nvcpu, r->err, sizeof(r->err));
+    qga_close(l);
+}
+
+static void run_job(struct worker *w, const struct wk_job *j)
+{
+    virConnectPtr vc = conn_get(w->conn);
+    struct wk_result r;
+    uint64_t t0 = mono_ms();
+
+    memset(&r, 0, sizeof(r));
+    r.job = *j;
+    r.gen = conn_generation(w->conn);
+    if (!vc) {
+        r.rc = -ENOTCONN;
+        snprintf(r.err, sizeof(r.err), "not connected to libvirt");
+    } else if (j->kind == WK_SAMPLE) {
+        run_sample(w, vc, &r);
+    } else if (j->kind == WK_AGENT) {
+        run_agent(vc, &r);
+    } else if (j->kind == WK_QUOTA) {
+        r.rc = enf_set_quota(vc, j->uuid, j->quota_cpus, r.err, sizeof(r.err));
+    }
+    if (r.rc < 0 && vc && virConnectIsAlive(vc) != 1)
+        on_conn(w, CONN_CLOSED, NULL); /* torn down before the next job */
+    r.took_ms = mono_ms() - t0;
+    post(w, &r);
+}
+
+static void lose(struct worker *w)
+{
+    struct wk_result r;
+
+    memset(&r, 0, sizeof(r));
+    r.job.kind = WK_DOWN;
+    r.gen = conn_generation(w->conn);
+    snprintf(r.err, sizeof(r.err), "connection lost");
+    log_msg(LOG_LVL_WARN, "lost libvirt connection %s; reconnecting", w->uri);
+    conn_drop(w->conn);
+    atomic_store(&w->connected, false);
+    post(w, &r);
+}
+
+/* One attempt; true when connected. */
+static bool try_open(struct worker *w, unsigned backoff_ms)
+{
+    struct wk_result r;
+
+    memset(&r, 0, sizeof(r));
+    if (conn_open(w->conn) == 0) {
+        col_invalidate(w->col, NULL);
+        atomic_store(&w->connected, true);
+        r.job.kind = WK_UP;
+        r.gen = conn_generation(w->conn);
+        post(w, &r);
+        return true;
+    }
+    r.job.kind = WK_DOWN;
+    r.rc = -ENOTCONN;
+    r.denied = conn_error_is_denied();
+    snprintf(r.err, sizeof(r.err), "%s", conn_error());
+    log_msg(LOG_LVL_WARN, "cannot connect to %s: %s; retrying in %u ms", w->uri, r.err, backoff_ms);
+    post(w, &r);
+    return false;
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    unsigned backoff = BACKOFF_MIN_MS;
+    uint64_t retry_at = 0;
+
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        bool up = conn_get(w->conn) != NULL;
+
+        if (w->closed && up) {
+            w->closed = false;
+            pthread_mutex_unlock(&w->mu);
+            lose(w);
+            retry_at = mono_ms() + backoff;
+            pthread_mutex_lock(&w->mu);
+            continue;
+        }
+        w->closed = false;
+        if (w->stop && (!up || w->qlen == 0 || mono_ms() >= w->drain_until_ms))
+            break;
+        if (!up && !w->stop && mono_ms() >= retry_at) {
+            pthread_mutex_unlock(&w->mu);
+            if (try_open(w, backoff)) {
+                backoff = BACKOFF_MIN_MS;
+            } else {
+                retry_at = mono_ms() + backoff;
+                backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+            }
+            pthread_mutex_lock(&w->mu);
+            continue;
+        }
+        if (w->qlen > 0 && (up || !w->stop)) {
+            struct wk_job j = w->queue[w->qhead];
+            w->qhead = (w->qhead + 1) % WK_QUEUE_MAX;
+            w->qlen--;
+            pthread_mutex_unlock(&w->mu);
+            run_job(w, &j); /* while disconnected: fails at once with -ENOTCONN */
+            pthread_mutex_lock(&w->mu);
+            continue;
+        }
+        if (up) {
+            pthread_cond_wait(&w->cv, &w->mu);
+        } else {
+            uint64_t at = retry_at;
+            struct timespec ts = {(time_t)(at / 1000), (long)(at % 1000) * 1000000L};
+            pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    conn_drop(w->conn);
+    atomic_store(&w->connected, false);
+    return NULL;
+}
+
+static void *event_main(void *arg)
+{
+    struct worker *w = arg;
+
+    while (!atomic_load(&w->evstop))
+        if (virEventRunDefaultImpl() < 0) {
+            log_msg(LOG_LVL_ERR, "libvirt's event loop failed: %s", conn_error());
+            break;
+        }
+    return NULL;
+}
+
+static void on_evtimer(int timer, void *opaque)
+{
+}
+
+int wk_submit(struct worker *w, const struct wk_job *j)
+{
+    pthread_mutex_lock(&w->mu);
+    if (w->qlen == WK_QUEUE_MAX || w->stop) {
+        pthread_mutex_unlock(&w->mu);
+        return -EBUSY;
+    }
+    w->queue[(w->qhead + w->qlen) % WK_QUEUE_MAX] = *j;
+    w->qlen++;
+    if (j->kind == WK_SAMPLE)
+        w->sample_pending = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return 0;
+}
+
+bool wk_sample_pending(const struct worker *w)
+{
+    struct worker *m = (struct worker *)w;
+    bool p;
+
+    pthread_mutex_lock(&m->mu);
+    p = m->sample_pending;
+    pthread_mutex_unlock(&m->mu);
+    return p;
+}
+
+bool wk_connected(const struct worker *w)
+{
+    return atomic_load(&w->connected);
+}
+
+/* Start a thread with every signal blocked: signals belong to the event loop's thread. */
+static int spawn(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+    sigset_t all, old;
+    int rc;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(t, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return -rc;
+}
+
+struct worker *wk_start(struct event_base *base, const char *uri, bool readonly,
+                        const char *proc_root, wk_result_fn fn, void *ctx)
+{
+    static bool registered;
+    struct worker *w = calloc(1, sizeof(*w));
+    int rc;
+
+    if (!w)
+        return NULL;
+    w->base = base;
+    snprintf(w->uri, sizeof(w->uri), "%s", uri);
+    w->fn = fn;
+    w->ctx = ctx;
+    w->pipe[0] = w->pipe[1] = -1;
+    w->evtimer = -1;
+    w->res_tail = &w->res_head;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_destroy(&w->cv);
+        pthread_cond_init(&w->cv, &ca);
+        pthread_condattr_destroy(&ca);
+    }
+    if (!registered && virEventRegisterDefaultImpl() < 0) {
+        log_msg(LOG_LVL_ERR, "cannot start libvirt's event loop: %s", conn_error());
+        goto fail;
+    }
+    registered = true;
+    /* A timer that never fires on its own, so that wk_stop() can wake the event thread. */
+    w->evtimer = virEventAddTimeout(-1, on_evtimer, NULL, NULL);
+    if (pipe2(w->pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
+        !(w->wake = event_new(base, w->pipe[0], EV_READ | EV_PERSIST, on_wake, w)) ||
+        event_add(w->wake, NULL) < 0 || !(w->col = col_new(proc_root)) ||
+        !(w->conn = conn_new(uri, readonly, on_conn, w))) {
+        log_msg(LOG_LVL_ERR, "cannot set up the libvirt worker: %s", strerror(errno));
+        goto fail;
+    }
+    if ((rc = spawn(&w->evthread, event_main, w)) < 0) {
+        log_msg(LOG_LVL_ERR, "cannot start libvirt's event thread: %s", strerror(-rc));
+        goto fail;
+    }
+    w->evthread_started = true;
+    if ((rc = spawn(&w->thread, worker_main, w)) < 0) {
+        log_msg(LOG_LVL_ERR, "cannot start the libvirt worker: %s", strerror(-rc));
+        goto fail;
+    }
+    w->thread_started = true;
+    return w;
+
+fail:
+    wk_stop(w, 0);
+    return NULL;
+}
+
+void wk_stop(struct worker *w, unsigned drain_ms)
+{
+    if (!w)
+        return;
+    if (w->thread_started) {
+        uint64_t deadline = mono_ms() + drain_ms;
+        bool done = false;
+
+        pthread_mutex_lock(&w->mu);
+        w->stop = true;
+        w->drain_until_ms = deadline;
+        pthread_cond_signal(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        /* Wait for the drain, but never for a thread stuck in a hung libvirtd. */
+        while (!(done = pthread_tryjoin_np(w->thread, NULL) == 0) && mono_ms() < deadline + 1000)
+            usleep(10000);
+        if (!done) {
+            log_msg(LOG_LVL_WARN, "the libvirt worker is stuck in a call; leaving it behind");
+            return; /* its memory stays: the thread still uses it */
+        }
+    }
+    if (w->evthread_started) {
+        atomic_store(&w->evstop, true);
+        virEventUpdateTimeout(w->evtimer, 0); /* wakes virEventRunDefaultImpl() */
+        pthread_join(w->evthread, NULL);
+    }
+    if (w->evtimer >= 0)
+        virEventRemoveTimeout(w->evtimer);
+    /* Results nobody will read. */
+    while (w->res_head) {
+        struct wk_node *n = w->res_head;
+        w->res_head = n->next;
+        snap_free(n->r.snap);
+        free(n);
+    }
+    if (w->wake)
+        event_free(w->wake);
+    if (w->pipe[0] >= 0)
+        close(w->pipe[0]);
+    if (w->pipe[1] >= 0)
+        close(w->pipe[1]);
+    conn_free(w->conn);
+    col_free(w->col);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
