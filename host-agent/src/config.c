@@ -45,6 +45,10 @@ static const struct knob knobs[] = {
     KU("shrink_after", shrink_after, 1, 1000, "intervals of contention before shrinking"),
     KB("use_shares", use_shares, "weight from libvirt <shares> when set"),
     KD("saturated", saturated, 0.5, 1.0, "busy share of k at which demand is censored"),
+    KD("grow_margin", grow_margin, 0.0, 1.0,
+       "CPUs an entitlement (with headroom) must exceed a shrunk guest's count by to grow it"),
+    KD("uncontend_margin", uncontend_margin, 0.0, 0.9,
+       "share of the capacity demand must drop below it for a contended pool to end contention"),
     KD("replace_margin", replace_margin, 0.0, 8.0,
        "CPUs a fresh placement must take off the busiest pCPU to replace the current one"),
     KD("compliance_run", compliance_run, 0.0, 1.0,
@@ -86,6 +90,8 @@ void cfg_defaults(struct hd_config *c)
     c->use_shares = true;
     c->saturated = 0.95;
     c->replace_margin = 0.25;
+    c->uncontend_margin = 0.15;
+    c->grow_margin = 0.2;
     c->compliance_run = 0.05;
     c->compliance_intervals = 3;
     c->lease_intervals = 3;

@@ -40,6 +40,8 @@ struct hd_config {
     bool use_shares;               /* weight from libvirt <shares> when the XML sets it */
     double saturated;              /* preferred vCPUs busier than this share of k are censored */
     double replace_margin;         /* CPUs a fresh placement must save on the busiest pCPU */
+    double uncontend_margin; /* a contended pool ends contention below cap * (1 - this) */
+    double grow_margin;      /* CPUs past its count before a shrunk guest grows */
     double compliance_run;         /* a non-preferred vCPU running more than this is a violation */
     unsigned compliance_intervals; /* consecutive violating intervals = non-compliant */
     /* delivery */

@@ -258,13 +258,20 @@ static void prepare(struct work *w, const struct hd_config *cfg)
 static void entitle(struct work *v, unsigned n, unsigned ncpu, const struct hd_config *cfg,
                     struct wf_item *it)
 {
-    double cap = ncpu * cfg->target_utilisation, wish = 0, left;
+    double cap = ncpu * cfg->target_utilisation, wish = 0, left, limit = cap;
     unsigned m = 0, ncens = 0;
 
-    for (unsigned i = 0; i < n; i++)
+    for (unsigned i = 0; i < n; i++) {
         if (v[i].d->measured)
             wish += v[i].wish;
-    if (wish <= cap + EPS) {
+        /* Hysteresis by magnitude: a contended pool stays contended until its demand falls
+         * clearly below the capacity.  Shrunk guests measure just under their preferred
+         * count (a TCG vCPU thread sleeps on qemu's locks, a guest idles between bursts), and
+         * without it the pool flips to uncontended, every guest widens, and back. */
+        if (v[i].prev && v[i].prev->contended)
+            limit = cap * (1 - cfg->uncontend_margin);
+    }
+    if (wish <= limit + EPS) {
         for (unsigned i = 0; i < n; i++)
             v[i].out->entitlement = v[i].d->demand;
         return;
@@ -314,7 +321,12 @@ static void decide_count(struct work *w, const struct hd_config *cfg)
     if (!o->contended) {
         target = n;
     } else {
-        double want = ceil(o->entitlement * (1 + cfg->headroom) - EPS);
+        double need = o->entitlement * (1 + cfg->headroom);
+        double want = ceil(need - EPS);
+        /* Growing a shrunk guest takes a clear step past its current count: an entitlement
+         * wobbling around a whole number (0.96 CPUs + headroom) must not flip it. */
+        if (w->prev_k < n && want > w->prev_k && need < w->prev_k + cfg->grow_margin)
+            want = w->prev_k;
         target = want < cfg->min_cpus ? cfg->min_cpus : want > n ? n : (unsigned)want;
         target = round_to_cores(target, d->threads, n);
     }

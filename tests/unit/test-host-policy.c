@@ -530,6 +530,47 @@ TEST(a_neighbour_dipping_for_one_interval_costs_one_blip)
     bed_free(&b);
 }
 
+/*
+ * Seen in e2e on TCG: two guests shrunk to one vCPU each, both still busy, measure 0.84 to
+ * 0.96 CPUs on it (the vCPU thread sleeps on qemu's locks), just under saturation and summing
+ * to about the pool's target (1.8 of 2 pCPUs).  Without hysteresis the pool flipped to
+ * uncontended, both guests widened, contention came back, and so on every few seconds.
+ */
+TEST(contention_ends_only_clearly_below_capacity)
+{
+    static const double noise[] = {0.84, 0.93, 0.88, 0.96, 0.86, 0.90, 0.85, 0.92};
+    struct bed b;
+    unsigned busy[2] = {2, 2}, changes = 0;
+
+    bed_init(&b, 2, 2);
+    bed_dom(&b, 0, "a", 2, 0, 0, NULL);
+    bed_dom(&b, 1, "b", 2, 0, 0, NULL);
+    closed_loop(&b, busy, 2, 10, 0);
+    CHECK_INT(b.dec[0].count, 1);
+    CHECK_INT(b.dec[1].count, 1);
+    for (unsigned s = 0; s < 40; s++) {
+        ch_cpuset p0 = b.dec[0].preferred, p1 = b.dec[1].preferred;
+        set_preferred_run(&b, 0, noise[s % 8], 0);
+        set_preferred_run(&b, 1, noise[(s + 3) % 8], 0);
+        step(&b);
+        if (!ch_cpuset_equal(&p0, &b.dec[0].preferred) || !ch_cpuset_equal(&p1, &b.dec[1].preferred))
+            fprintf(stderr, "step %u: %s %s (%.2f %.2f) cens %d %d ent %.2f %.2f\n", s, pref(&b, 0), pref(&b, 1), b.dec[0].demand, b.dec[1].demand, b.dec[0].censored, b.dec[1].censored, b.dec[0].entitlement, b.dec[1].entitlement);
+        changes += !ch_cpuset_equal(&p0, &b.dec[0].preferred) +
+                   !ch_cpuset_equal(&p1, &b.dec[1].preferred);
+        CHECK_MSG(b.dec[0].contended, "step %u: still contended at %.2f + %.2f", s,
+                  b.dec[0].demand, b.dec[1].demand);
+    }
+    CHECK_INT(changes, 0);
+    /* both really quieten: uncontended at once, every vCPU back */
+    set_preferred_run(&b, 0, 0.5, 0);
+    set_preferred_run(&b, 1, 0.4, 0);
+    step(&b);
+    CHECK(!b.dec[0].contended);
+    CHECK_INT(b.dec[0].count, 2);
+    CHECK_INT(b.dec[1].count, 2);
+    bed_free(&b);
+}
+
 TEST(halted_vcpus_demand_nothing)
 {
     struct bed b;
