@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "corehint/cpulist.h"
-#include "procstat.h"
+#include "corehint/procstat.h"
 
 /* SMT topology: core[cpu] is the lowest CPU of cpu's thread_siblings_list. */
 struct cpu_topology {

@@ -12,7 +12,7 @@
 
 #include "corehint/cpulist.h"
 #include "governor.h"
-#include "procstat.h"
+#include "corehint/procstat.h"
 
 struct sysfs {
     char root[PATH_MAX]; /* sysfs root, normally /sys */

@@ -115,7 +115,8 @@ static int sync_vms(struct actuator *a, const struct model *m)
     return 0;
 }
 
-static void agent_result(struct act_vm *v, const ch_cpuset *cpus, int rc, const char *err)
+static void agent_result(struct act_vm *v, enum cfg_actuator how, const ch_cpuset *cpus, int rc,
+                         const char *err)
 {
     char list[CH_CPULIST_MAX_LEN];
 
@@ -123,7 +124,7 @@ static void agent_result(struct act_vm *v, const ch_cpuset *cpus, int rc, const 
     if (rc < 0) {
         v->agent_failed++;
         snprintf(v->agent_error, sizeof(v->agent_error), "%s", err);
-        log_msg(LOG_LVL_WARN, "%s: qemu-ga actuator failed: %s", v->name, err);
+        log_msg(LOG_LVL_WARN, "%s: %s failed: %s", v->name, cfg_actuator_name(how), err);
         return;
     }
     v->agent_ok++;
@@ -132,16 +133,17 @@ static void agent_result(struct act_vm *v, const ch_cpuset *cpus, int rc, const 
     v->agent_cpus = *cpus;
     if (ch_cpulist_format(cpus, list, sizeof(list)) < 0)
         list[0] = '\0';
-    log_msg(LOG_LVL_INFO, "%s: qemu-ga actuator applied %s", v->name, list);
+    log_msg(LOG_LVL_INFO, "%s: %s applied %s (%u vCPUs)", v->name, cfg_actuator_name(how), list,
+            ch_cpuset_count(cpus));
 }
 
-void act_agent_done(struct actuator *a, const char *uuid, const ch_cpuset *cpus, int rc,
-                    const char *err)
+void act_agent_done(struct actuator *a, const char *uuid, enum cfg_actuator how,
+                    const ch_cpuset *cpus, int rc, const char *err)
 {
     struct act_vm *v = (struct act_vm *)act_find(a, uuid);
 
     if (v)
-        agent_result(v, cpus, rc, err);
+        agent_result(v, how, cpus, rc, err);
 }
 
 /* Apply cpus through qemu-ga when they changed, one command at a time per domain. */
@@ -168,7 +170,7 @@ static void agent_apply(struct actuator *a, struct act_vm *v, const struct model
         rc = qga_apply(l, how, cpus, md->nvcpu, err, sizeof(err));
         qga_close(l);
     }
-    agent_result(v, cpus, rc, err);
+    agent_result(v, how, cpus, rc, err);
 }
 
 unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
@@ -264,6 +266,9 @@ json_object *act_channel_json(const struct act_vm *v)
     json_object_object_add(o, "oversized", json_object_new_uint64(ch->c.oversized));
     json_object_object_add(o, "errors_in", json_object_new_uint64(ch->c.errors_in));
     json_object_object_add(o, "connects", json_object_new_uint64(ch->c.connects));
+    json_object_object_add(o, "lines_in", json_object_new_uint64(ch->c.lines_in));
+    json_object_object_add(o, "throttled", json_object_new_uint64(ch->c.throttled));
+    json_object_object_add(o, "replaced", json_object_new_uint64(ch->c.replaced));
     if (ch->connect_error[0])
         json_object_object_add(o, "connect_error", json_object_new_string(ch->connect_error));
     if (ch->has_hello) {

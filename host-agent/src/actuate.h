@@ -65,8 +65,8 @@ void act_init(struct actuator *a, struct event_base *base, const struct hd_confi
  */
 unsigned act_apply(struct actuator *a, const struct engine *e, bool widen);
 /* The agent function finished the command it was given for uuid. */
-void act_agent_done(struct actuator *a, const char *uuid, const ch_cpuset *cpus, int rc,
-                    const char *err);
+void act_agent_done(struct actuator *a, const char *uuid, enum cfg_actuator how,
+                    const ch_cpuset *cpus, int rc, const char *err);
 const struct act_vm *act_find(const struct actuator *a, const char *uuid);
 /* Give every domain of s whose housekeeping CPUs are unknown the ones its guest's hello
  * reported (before the snapshot is recorded and decided on; a replayed trace's own win). */

@@ -63,6 +63,8 @@ static void close_and_retry(struct channel *ch, const char *why)
         ch->bev = NULL;
     }
     ch->state = CHAN_BACKOFF;
+    ch->pending_len = 0; /* a new connection starts with a fresh hint */
+    evtimer_del(ch->resume);
     ch_framer_reset(&ch->framer);
     evtimer_add(ch->retry, &tv);
     ch->backoff_ms = ch->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : ch->backoff_ms * 2;
@@ -98,8 +100,17 @@ int chan_send_hint(struct channel *ch, const ch_cpuset *cpus, uint32_t lease_ms,
     int rc;
 
     ch_msg_hint(&m, ch->seq + 1, cpus, lease_ms, reason);
-    if ((rc = chan_send(ch, &m)) < 0)
+    if (ch->state == CHAN_UP && evbuffer_get_length(bufferevent_get_output(ch->bev)) > 0) {
+        /* The guest has not taken what was written: this hint waits alone, and a newer one
+         * replaces it.  A guest that resumes reading gets the newest lease, not a backlog. */
+        if ((rc = ch_encode(&m, ch->pending, sizeof(ch->pending))) < 0)
+            return rc;
+        if (ch->pending_len)
+            ch->c.replaced++;
+        ch->pending_len = (size_t)rc;
+    } else if ((rc = chan_send(ch, &m)) < 0) {
         return rc;
+    }
     ch->seq++;
     ch->seq_sent_ns = chan_now_ns();
     ch->lease_ms = lease_ms;
@@ -144,6 +155,8 @@ static bool on_line(void *ctx, const char *line, size_t len)
     struct ch_decode_info info;
     struct ch_msg m;
 
+    ch->c.lines_in++;
+    ch->tok_lines -= 1;
     if (ch_decode(line, len, &m, &info) < 0) {
         ch->c.malformed++;
         if (info.err == CH_DEC_UNKNOWN_TYPE || info.err == CH_DEC_UNSUPPORTED_VERSION)
@@ -190,19 +203,82 @@ static bool on_line(void *ctx, const char *line, size_t len)
     return true;
 }
 
+static void refill(struct channel *ch, uint64_t now)
+{
+    double dt = ch->last_refill_ns ? (double)(now - ch->last_refill_ns) / 1e9 : 1e9;
+
+    ch->last_refill_ns = now;
+    ch->tok_lines += dt * CHAN_IN_LINES_PER_S;
+    if (ch->tok_lines > CHAN_IN_LINES_BURST)
+        ch->tok_lines = CHAN_IN_LINES_BURST;
+    ch->tok_bytes += dt * CHAN_IN_BYTES_PER_S;
+    if (ch->tok_bytes > CHAN_IN_BYTES_BURST)
+        ch->tok_bytes = CHAN_IN_BYTES_BURST;
+}
+
+/* Over budget with input left: stop reading until tokens for a chunk have come back. */
+static void throttle(struct channel *ch, uint64_t now)
+{
+    struct timeval tv = {0, 100000};
+
+    bufferevent_disable(ch->bev, EV_READ);
+    evtimer_add(ch->resume, &tv);
+    ch->c.throttled++;
+    if (!ch->throttle_warned_ns || now - ch->throttle_warned_ns > 60000000000ull) {
+        log_msg(LOG_LVL_WARN,
+                "%s: guest input over budget (%u lines, %u bytes a second): reading paused "
+                "(said once a minute)",
+                ch->name, CHAN_IN_LINES_PER_S, CHAN_IN_BYTES_PER_S);
+        ch->throttle_warned_ns = now;
+    }
+}
+
 static void on_read(struct bufferevent *bev, void *arg)
 {
     struct channel *ch = arg;
     struct evbuffer *in = bufferevent_get_input(bev);
+    uint64_t now = chan_now_ns();
     char buf[4096];
     int n;
 
-    while ((n = evbuffer_remove(in, buf, sizeof(buf))) > 0) {
+    refill(ch, now);
+    while (evbuffer_get_length(in) > 0) {
+        if (ch->tok_lines < 1 || ch->tok_bytes < sizeof(buf)) {
+            throttle(ch, now);
+            break;
+        }
+        if ((n = evbuffer_remove(in, buf, sizeof(buf))) <= 0)
+            break;
         ch->c.bytes_in += (uint64_t)n;
+        ch->tok_bytes -= n;
         ch_framer_feed(&ch->framer, buf, (size_t)n, on_line, ch);
     }
     ch->c.oversized += ch->framer.oversized - ch->framer_oversized;
     ch->framer_oversized = ch->framer.oversized;
+}
+
+static void on_resume(evutil_socket_t fd, short what, void *arg)
+{
+    struct channel *ch = arg;
+
+    if (!ch->bev)
+        return;
+    bufferevent_enable(ch->bev, EV_READ);
+    on_read(ch->bev, ch); /* what is already buffered */
+}
+
+/* Everything written has gone to the socket: the hint that waited goes now. */
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    struct channel *ch = arg;
+
+    if (!ch->pending_len)
+        return;
+    if (bufferevent_write(bev, ch->pending, ch->pending_len) == 0)
+        ch->c.msgs_out++;
+    else
+        ch->c.dropped_out++;
+    ch->pending_len = 0;
 }
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
@@ -239,13 +315,19 @@ static void connect_now(struct channel *ch)
         close_and_retry(ch, strerror(errno));
         return;
     }
+    /* The smallest send buffer the kernel allows (it rounds up to a few KiB): hints that the
+     * guest does not take wait in hostd, where a newer one replaces them. */
+    {
+        int one = 1;
+        (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &one, sizeof(one));
+    }
     if (!(ch->bev = bufferevent_socket_new(ch->base, fd, BEV_OPT_CLOSE_ON_FREE))) {
         evutil_closesocket(fd);
         close_and_retry(ch, "out of memory");
         return;
     }
     ch->state = CHAN_CONNECTING;
-    bufferevent_setcb(ch->bev, on_read, NULL, on_event, ch);
+    bufferevent_setcb(ch->bev, on_read, on_write, on_event, ch);
     bufferevent_setwatermark(ch->bev, EV_READ, 0, CHAN_IN_MAX);
     bufferevent_enable(ch->bev, EV_READ | EV_WRITE);
     /* A UNIX connect completes or fails at once; either way the event callback reports it. */
@@ -272,7 +354,10 @@ struct channel *chan_new(struct event_base *base, const char *name, const char *
     ch->on_ack = on_ack;
     ch->ctx = ctx;
     ch_framer_init(&ch->framer);
-    if (!(ch->retry = evtimer_new(base, on_retry, ch))) {
+    if (!(ch->retry = evtimer_new(base, on_retry, ch)) ||
+        !(ch->resume = evtimer_new(base, on_resume, ch))) {
+        if (ch->retry)
+            event_free(ch->retry);
         free(ch);
         return NULL;
     }
@@ -287,5 +372,6 @@ void chan_free(struct channel *ch)
     if (ch->bev)
         bufferevent_free(ch->bev);
     event_free(ch->retry);
+    event_free(ch->resume);
     free(ch);
 }

@@ -5,7 +5,13 @@
  * shared line framer (4096-byte lines, longer ones dropped and counted), output stops at
  * 64 KiB of unsent bytes (further messages dropped and counted).  Every guest byte is
  * hostile: malformed lines are counted and dropped, unknown types answered with at most one
- * error per hint.  The channel reconnects with backoff when the socket closes or is missing.
+ * error per hint, and input is read within a budget (CHAN_IN_LINES_PER_S lines and
+ * CHAN_IN_BYTES_PER_S bytes a second, token buckets with one burst of each): past it the
+ * channel stops reading for a while, so a flooding guest is held back by its own socket
+ * buffer and costs bounded CPU.  Hints are never queued behind older unsent ones: while the
+ * guest has not taken what was written, the newest hint waits alone and replaces the one
+ * waiting before it; the socket's send buffer is kept small so the kernel does not queue
+ * them either.  The channel reconnects with backoff when the socket closes or is missing.
  */
 #ifndef HOSTD_CHANNEL_H
 #define HOSTD_CHANNEL_H
@@ -20,6 +26,10 @@
 #include "snapshot.h"
 
 #define CHAN_OUT_MAX ((size_t)64 * 1024)
+#define CHAN_IN_LINES_PER_S 100u
+#define CHAN_IN_LINES_BURST 400u
+#define CHAN_IN_BYTES_PER_S (4u * 1024u * 1024u)
+#define CHAN_IN_BYTES_BURST (4u * 1024u * 1024u)
 
 enum chan_state {
     CHAN_CONNECTING,
@@ -36,6 +46,9 @@ struct chan_counters {
     uint64_t errors_in;   /* guest error messages */
     uint64_t connects;
     uint64_t bytes_in;
+    uint64_t lines_in;    /* every guest line framed, valid or not */
+    uint64_t throttled;   /* times reading paused for the input budget */
+    uint64_t replaced;    /* hints replaced unsent by a newer one */
 };
 
 struct channel;
@@ -65,6 +78,14 @@ struct channel {
     uint32_t lease_ms;       /* lease of the last hint sent, 0 before the first */
     char connect_error[128]; /* why the last connect failed, "" once connected */
     struct chan_counters c;
+    /* input budget: tokens left, refilled from last_refill_ns */
+    double tok_lines, tok_bytes;
+    uint64_t last_refill_ns;
+    uint64_t throttle_warned_ns;
+    struct event *resume; /* reading again after a pause for the budget */
+    /* the newest hint, waiting for the guest to take what was already written */
+    char pending[CH_LINE_MAX + 1];
+    size_t pending_len;
     chan_ack_fn on_ack;
     void *ctx;
 };
@@ -74,7 +95,8 @@ struct channel *chan_new(struct event_base *base, const char *name, const char *
 void chan_free(struct channel *ch);
 /* Queue a message; -ENOTCONN when not connected, -ENOBUFS when the output is full. */
 int chan_send(struct channel *ch, const struct ch_msg *m);
-/* Queue the next hint (seq chosen here); returns chan_send's result. */
+/* Queue the next hint (seq chosen here); returns chan_send's result.  When earlier output is
+ * still unsent the hint waits in its place, replacing a hint that waited there. */
 int chan_send_hint(struct channel *ch, const ch_cpuset *cpus, uint32_t lease_ms,
                    const char *reason);
 const char *chan_state_name(enum chan_state s);

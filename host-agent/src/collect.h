@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * collect: one sample of the host through libvirt, the only module that talks to it.  Per
+ * collect: one sample of the host through libvirt (run by the libvirt worker, worker.h).  Per
  * interval: one virConnectGetAllDomainStats(STATE|VCPU|CPU_TOTAL) for the running domains,
  * each domain's vCPU placement (virDomainGetVcpus) and pinning (virDomainGetVcpuPinInfo),
- * host per-CPU stats (virNodeGetCPUStats), and, for a local hypervisor, /proc/schedstat and
+ * host per-CPU busy and idle time (from /proc/stat for a local hypervisor, else
+ * virNodeGetCPUStats, one RPC per CPU), and, for a local hypervisor, /proc/schedstat and
  * /proc/pressure/cpu when present.  The domain XML (topology, shares, channel) is read when a
  * domain first appears, after an event about it, and once a minute otherwise.
  */

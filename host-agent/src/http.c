@@ -146,17 +146,28 @@ static void vm_metrics(struct evbuffer *b, const struct engine *e, const struct 
                                                                       counters[c].off));
         }
     head(b, "corehint_channel_dropped_total", "counter",
-         "guest lines dropped (malformed, oversized) and host messages not sent (output)");
+         "guest lines dropped (malformed, oversized), host messages not sent (output) and "
+         "hints replaced unsent by a newer one (replaced)");
     for (unsigned i = 0; i < e->ndec; i++) {
         const struct channel *ch = vm_channel(e, a, i);
         if (!ch)
             continue;
-        const uint64_t v[3] = {ch->c.malformed, ch->c.oversized, ch->c.dropped_out};
-        const char *why[3] = {"malformed", "oversized", "output"};
-        for (int k = 0; k < 3; k++) {
+        const uint64_t v[4] = {ch->c.malformed, ch->c.oversized, ch->c.dropped_out,
+                               ch->c.replaced};
+        const char *why[4] = {"malformed", "oversized", "output", "replaced"};
+        for (int k = 0; k < 4; k++) {
             vm_labels(b, "corehint_channel_dropped_total", &e->model.dom[i]);
             evbuffer_add_printf(b, ",reason=\"%s\"} %llu\n", why[k], (unsigned long long)v[k]);
         }
+    }
+    head(b, "corehint_channel_input_throttled_total", "counter",
+         "times reading a guest's channel paused for its input budget");
+    for (unsigned i = 0; i < e->ndec; i++) {
+        const struct channel *ch = vm_channel(e, a, i);
+        if (!ch)
+            continue;
+        vm_labels(b, "corehint_channel_input_throttled_total", &e->model.dom[i]);
+        evbuffer_add_printf(b, "} %llu\n", (unsigned long long)ch->c.throttled);
     }
 }
 

@@ -355,7 +355,7 @@ static void on_result(void *ctx, struct wk_result *r)
         }
         break;
     case WK_AGENT:
-        act_agent_done(&h->act, r->job.uuid, &r->job.cpus, r->rc, r->err);
+        act_agent_done(&h->act, r->job.uuid, r->job.how, &r->job.cpus, r->rc, r->err);
         break;
     case WK_QUOTA:
         if (r->rc < 0)
@@ -606,6 +606,8 @@ int main(int argc, char **argv)
         cfg_free(&h.cfg);
         return 0;
     }
+    /* A guest's channel closing under a write must be an EPIPE, not the end of hostd. */
+    signal(SIGPIPE, SIG_IGN);
     bool detach = !h.cfg.foreground && !h.cfg.once && !h.cfg.replay[0];
     notify_init();
     log_init("corehint-hostd",

@@ -15,7 +15,7 @@
 #include "governor.h"
 #include "model.h"
 #include "policy.h"
-#include "procstat.h"
+#include "corehint/procstat.h"
 #include "sim.h"
 #include "snapshot.h"
 

@@ -6,7 +6,7 @@
 
 #include "check.h"
 #include "governor.h"
-#include "procstat.h"
+#include "corehint/procstat.h"
 
 /* A guest whose CPUs advance 100 ticks per interval, `steal` of them stolen. */
 struct sim {

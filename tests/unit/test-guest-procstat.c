@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "procstat.h"
+#include "corehint/procstat.h"
 
 static int parse(const char *text, struct cpustat *st)
 {
@@ -26,8 +26,10 @@ TEST(parses_cpu_lines)
     CHECK(ch_cpuset_test(&st->present, 0) && ch_cpuset_test(&st->present, 2));
     CHECK_INT(st->total[0], 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8); /* guest time is inside user */
     CHECK_INT(st->steal[0], 8);
+    CHECK_INT(st->idle[0], 4 + 5); /* idle + iowait, hostd's idle time */
     CHECK_INT(st->total[2], 1050);
     CHECK_INT(st->steal[2], 50);
+    CHECK_INT(st->idle[2], 900);
     free(st);
 }
 

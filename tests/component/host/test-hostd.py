@@ -266,6 +266,7 @@ class FakeGuest:
         self.srv.listen(1)
         self.srv.settimeout(0.1)
         self.close_after = None  # close the connection after this many hints, once
+        self.paused = threading.Event()  # "good" guest: stop reading while set
         self.t = threading.Thread(target=self.run, daemon=True)
         self.t.start()
 
@@ -290,10 +291,27 @@ class FakeGuest:
         if self.behave == "unknown":
             for _ in range(5):
                 c.sendall(b'{"v":1,"type":"bogus"}\n')
+        if self.behave == "flood":
+            # valid status lines as fast as the socket takes them, from a second thread
+            def flood():
+                line = json.dumps({"v": 1, "type": "status", "seq": 0, "applied": "0",
+                                   "mode": "host", "steal_pct_x100": 0}).encode() + b"\n"
+                block = line * (65536 // len(line))
+                try:
+                    while not self.stop:
+                        c.sendall(block)
+                        self.flooded += len(block) // len(line)
+                except OSError:
+                    pass
+            self.flooded = 0
+            threading.Thread(target=flood, daemon=True).start()
         buf = b""
         hints = 0
         c.settimeout(0.1)
         while not self.stop:
+            if self.paused.is_set():
+                time.sleep(0.02)
+                continue
             try:
                 data = c.recv(65536)
             except socket.timeout:
@@ -308,7 +326,7 @@ class FakeGuest:
                     self.lines.append((time.monotonic(), msg, n))
                 if msg.get("type") == "hint":
                     hints += 1
-                    if self.behave == "good":
+                    if self.behave in ("good", "flood") and not self.paused.is_set():
                         self.send(c, {"v": 1, "type": "status", "seq": msg["seq"],
                                       "applied": msg["cpus"], "mode": "host",
                                       "steal_pct_x100": 0})
@@ -488,6 +506,68 @@ def channel_hints_despite_hostile_guest():
         check('corehint_vm_guest_mode{domain="good1"' in metrics, "guest mode in /metrics")
 
     with_delivery(["good1", "good2", "hostile"], {"hostile": "hostile"}, iv, body)
+
+
+@case
+def channel_stalled_guest_gets_fresh_hint():
+    """A guest stops reading its channel for 15 intervals, then reads again: it gets the
+    newest hint and at most a few older ones, not every hint of the stall replayed as a fresh
+    lease (the pending hint is replaced, and the socket's send buffer is small)."""
+    iv = 200 if SLOW == 1 else 1000
+
+    def body(d):
+        g = d.guests["vm"]
+        wait_for(lambda: len(g.msgs("hint")) >= 3, 30 * SLOW, "3 hints")
+        g.paused.set()
+        time.sleep(15 * iv / 1000.0)
+        seq_now = dom_status(d.status(), "vm")["channel"]["seq"]
+        before = len(g.msgs("hint"))
+        g.paused.clear()
+        wait_for(lambda: any(m["seq"] >= seq_now for _, m, _ in g.msgs("hint")), 10 * SLOW,
+                 "a hint at least as new as hostd's at the resume")
+        late = [m["seq"] for _, m, _ in g.msgs("hint")[before:] if m["seq"] < seq_now]
+        check(len(late) <= 6, "%d stale hints replayed after the stall (of %d sent): %s"
+              % (len(late), seq_now - before, late))
+        c = dom_status(d.status(), "vm")["channel"]
+        check(c["replaced"] >= 5, "replaced hints counted: %s" % c)
+        check(re.search(r'corehint_channel_dropped_total\{domain="vm",uuid="[^"]+",'
+                        r'reason="replaced"\} [1-9]', d.get("/metrics")), "replaced in /metrics")
+
+    with_delivery(["vm"], {}, iv, body, samples=4)
+
+
+@case
+def channel_flood_is_budgeted():
+    """One guest floods its channel with valid lines at full speed: hostd reads it within the
+    per-guest input budget (100 lines a second after a burst of 400), says so once, and the
+    other guest's hints stay on time."""
+    iv = 200 if SLOW == 1 else 1000
+    flood_s = 4
+
+    def body(d):
+        f, g = d.guests["flooder"], d.guests["good"]
+        wait_for(lambda: dom_status(d.status(), "flooder") and
+                 dom_status(d.status(), "flooder").get("channel", {}).get("lines_in", 0) > 0,
+                 30 * SLOW, "the flood to start")
+        t0 = time.monotonic()
+        n0 = len(g.msgs("hint"))
+        time.sleep(flood_s)
+        c = dom_status(d.status(), "flooder")["channel"]
+        took = time.monotonic() - t0 + 1
+        bound = 400 + 100 * took + 50
+        check(c["lines_in"] <= bound, "lines read %d <= %.0f (budget) of %d sent"
+              % (c["lines_in"], bound, f.flooded))
+        # the rest waits in the socket: the flooder is held back by its own buffer
+        check(f.flooded > c["lines_in"] + 200, "the guest wrote more than hostd read: %d > %d"
+              % (f.flooded, c["lines_in"]))
+        check(c["throttled"] >= 1, "throttling counted: %s" % c)
+        check(d.log_text().count("flooder: guest input over budget") == 1, "said once")
+        hints = [t for t, _, _ in g.msgs("hint")[n0:]]
+        gaps = [b - a for a, b in zip([t0] + hints, hints)]
+        check(len(hints) >= flood_s * 1000 / iv / 2 and max(gaps) < 2.5 * iv / 1000.0 * (1 if SLOW == 1 else 3),
+              "the other guest's hints on time: %d, gaps up to %.3f s" % (len(hints), max(gaps)))
+
+    with_delivery(["flooder", "good"], {"flooder": "flood"}, iv, body, samples=4)
 
 
 @case

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * procstat: the per-CPU time counters of /proc/stat ("cpuN user nice system idle iowait irq
- * softirq steal guest guest_nice", in USER_HZ ticks).  The parser is pure so that the
- * governor's tests can feed it synthetic text.
+ * softirq steal guest guest_nice", in USER_HZ ticks), shared by guestd (steal, for its
+ * governor) and hostd (busy and idle time of the host's CPUs, without an RPC per CPU).  The
+ * parser is pure so that tests can feed it synthetic text.
  */
-#ifndef GUESTD_PROCSTAT_H
-#define GUESTD_PROCSTAT_H
+#ifndef COREHINT_PROCSTAT_H
+#define COREHINT_PROCSTAT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -16,6 +17,7 @@ struct cpustat {
     ch_cpuset present;          /* CPUs with a "cpuN" line (the kernel prints online ones) */
     uint64_t total[CH_CPU_MAX]; /* user..steal: guest time is already inside user/nice */
     uint64_t steal[CH_CPU_MAX];
+    uint64_t idle[CH_CPU_MAX]; /* idle + iowait */
 };
 
 /*

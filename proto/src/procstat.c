@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-#include "procstat.h"
+#include "corehint/procstat.h"
 
 #include "corehint/file.h"
 
@@ -11,6 +11,8 @@
 #define PROCSTAT_MAX (2u << 20)
 /* user nice system idle iowait irq softirq steal guest guest_nice */
 #define FIELDS_MAX 10
+#define FIELD_IDLE 3
+#define FIELD_IOWAIT 4
 #define FIELD_STEAL 7
 
 static int parse_u64(const char **p, const char *end, uint64_t *out)
@@ -62,6 +64,8 @@ static int parse_cpu_line(const char *s, const char *end, struct cpustat *out)
     ch_cpuset_set(&out->present, (unsigned)id);
     out->total[id] = total;
     out->steal[id] = f[FIELD_STEAL];
+    /* f[] is at most total, field by field: this cannot overflow */
+    out->idle[id] = f[FIELD_IDLE] + f[FIELD_IOWAIT];
     return 0;
 }
 
