@@ -47,6 +47,8 @@ static const struct knob knobs[] = {
     KD("saturated", saturated, 0.5, 1.0, "busy share of k at which demand is censored"),
     KD("grow_margin", grow_margin, 0.0, 1.0,
        "CPUs an entitlement (with headroom) must exceed a shrunk guest's count by to grow it"),
+    KU("release_after", release_after, 1, 1000,
+       "quiet intervals (demand below the uncontend_margin limit) that end contention"),
     KD("uncontend_margin", uncontend_margin, 0.0, 0.9,
        "share of the capacity demand must drop below it for a contended pool to end contention"),
     KD("replace_margin", replace_margin, 0.0, 8.0,
@@ -92,6 +94,7 @@ void cfg_defaults(struct hd_config *c)
     c->replace_margin = 0.25;
     c->uncontend_margin = 0.15;
     c->grow_margin = 0.2;
+    c->release_after = 2;
     c->compliance_run = 0.05;
     c->compliance_intervals = 3;
     c->lease_intervals = 3;

@@ -259,17 +259,30 @@ static void entitle(struct work *v, unsigned n, unsigned ncpu, const struct hd_c
                     struct wf_item *it)
 {
     double cap = ncpu * cfg->target_utilisation, wish = 0, left, limit = cap;
-    unsigned m = 0, ncens = 0;
+    unsigned m = 0, ncens = 0, calm = 0;
+    bool was = false;
 
     for (unsigned i = 0; i < n; i++) {
         if (v[i].d->measured)
             wish += v[i].wish;
-        /* Hysteresis by magnitude: a contended pool stays contended until its demand falls
-         * clearly below the capacity.  Shrunk guests measure just under their preferred
-         * count (a TCG vCPU thread sleeps on qemu's locks, a guest idles between bursts), and
-         * without it the pool flips to uncontended, every guest widens, and back. */
-        if (v[i].prev && v[i].prev->contended)
-            limit = cap * (1 - cfg->uncontend_margin);
+        if (v[i].prev && v[i].prev->contended) {
+            was = true;
+            calm = v[i].prev->calm_streak > calm ? v[i].prev->calm_streak : calm;
+        }
+    }
+    /* Hysteresis by magnitude: a contended pool stays contended until its demand falls
+     * clearly below the capacity.  Shrunk guests measure just under their preferred count
+     * (a TCG vCPU thread sleeps on qemu's locks, a guest idles between bursts), and without it
+     * the pool flips to uncontended, every guest widens, and back.  And one quiet interval is
+     * not the end of contention: a single sample can read low (seen on TCG: both of two busy
+     * guests at 0.3 CPUs for one interval, then 1.8), so it takes release_after of them. */
+    if (was) {
+        limit = cap * (1 - cfg->uncontend_margin);
+        if (wish <= limit + EPS && ++calm < cfg->release_after) {
+            for (unsigned i = 0; i < n; i++)
+                v[i].out->calm_streak = calm;
+            limit = -1; /* still contended */
+        }
     }
     if (wish <= limit + EPS) {
         for (unsigned i = 0; i < n; i++)
@@ -330,6 +343,10 @@ static void decide_count(struct work *w, const struct hd_config *cfg)
         target = want < cfg->min_cpus ? cfg->min_cpus : want > n ? n : (unsigned)want;
         target = round_to_cores(target, d->threads, n);
     }
+    /* A quiet interval of a contended pool (calm_streak) grows guests but shrinks nobody:
+     * contention that comes and goes must not shrink anybody by the quiet halves. */
+    if (o->calm_streak && target < w->prev_k)
+        target = w->prev_k;
     o->target = target;
     o->reason = o->contended ? POL_FAIR_SHARE : POL_UNCONTENDED;
     if (target < w->prev_k) {

@@ -37,6 +37,8 @@ struct pol_decision {
     bool opt_out;
     enum pol_reason reason;
     unsigned shrink_streak; /* consecutive intervals a shrink has been wanted */
+    unsigned calm_streak;   /* consecutive contended intervals with the pool's demand below
+                               its exit limit (uncontend_margin) */
     unsigned age;           /* intervals the preferred set has been unchanged */
     unsigned violations;    /* consecutive intervals with busy non-preferred vCPUs */
     bool non_compliant;

@@ -102,8 +102,11 @@ def replay_contention_clears():
     # b idles: a, saturating vCPU 0, grows in the very next decision
     expect(s, 4, "a", "0-1")
     check(decision(s[3], "a")["censored"], "a is censored at step 4")
-    expect(s, 5, "a", "0-1", "uncontended")
-    expect(s, 5, "b", "0-1", "uncontended")
+    # contention ends after release_after (2) quiet intervals; nobody shrinks meanwhile
+    expect(s, 5, "a", "0-1", "fair-share")
+    expect(s, 5, "b", "0", "fair-share")
+    expect(s, 6, "a", "0-1", "uncontended")
+    expect(s, 6, "b", "0-1", "uncontended")
 
 
 @case
