@@ -39,7 +39,14 @@ static void on_ack(void *ctx, struct channel *ch, uint64_t seq, uint64_t latency
 {
     struct actuator *a = ctx;
 
+    static const double le[] = ACT_LAT_BUCKETS;
+    unsigned k = 0;
+
     a->lat_ns[a->nlat++ % ACT_LAT_RING] = latency_ns;
+    a->lat_sum_ns += latency_ns;
+    while (k < ACT_LAT_NBUCKETS && (double)latency_ns / 1e9 > le[k])
+        k++;
+    a->lat_bucket[k]++;
 }
 
 static int cmp_u64(const void *x, const void *y)

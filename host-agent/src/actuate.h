@@ -23,6 +23,9 @@
 #include "qga.h"
 
 #define ACT_LAT_RING 1024u
+/* Upper bounds (seconds) of the hint acknowledgement histogram's buckets, +Inf last. */
+#define ACT_LAT_BUCKETS {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0}
+#define ACT_LAT_NBUCKETS 8u
 
 struct act_vm {
     char uuid[SNAP_UUID_LEN + 1];
@@ -52,6 +55,8 @@ struct actuator {
     unsigned nvm;
     uint64_t lat_ns[ACT_LAT_RING]; /* latest hint -> status latencies */
     uint64_t nlat;
+    uint64_t lat_bucket[ACT_LAT_NBUCKETS + 1]; /* every latency, by bucket (not cumulative) */
+    uint64_t lat_sum_ns;
     uint64_t hints_total;
     uint64_t hints_dropped;
 };

@@ -111,12 +111,15 @@ static void vm_metrics(struct evbuffer *b, const struct engine *e, const struct 
         }
     }
     head(b, "corehint_vm_guest_mode", "gauge",
-         "1 for the mode the guest last reported (none: no status yet)");
+         "1 for the mode the guest last reported, 0 for the others (none: no status yet)");
     for (unsigned i = 0; i < e->ndec; i++) {
         const struct channel *ch = vm_channel(e, a, i);
-        vm_labels(b, "corehint_vm_guest_mode", &e->model.dom[i]);
-        evbuffer_add_printf(b, ",mode=\"%s\"} 1\n",
-                            ch && ch->has_status ? ch_mode_name(ch->status.mode) : "none");
+        const char *now = ch && ch->has_status ? ch_mode_name(ch->status.mode) : "none";
+        static const char *const modes[] = {"none", "host", "fallback", "unsupported"};
+        for (unsigned k = 0; k < sizeof(modes) / sizeof(modes[0]); k++) {
+            vm_labels(b, "corehint_vm_guest_mode", &e->model.dom[i]);
+            evbuffer_add_printf(b, ",mode=\"%s\"} %d\n", modes[k], strcmp(now, modes[k]) == 0);
+        }
     }
     head(b, "corehint_channel_up", "gauge", "1 when the VM's corehint channel is connected");
     for (unsigned i = 0; i < e->ndec; i++) {
@@ -183,14 +186,14 @@ static void on_metrics(struct evhttp_request *req, void *arg)
         return;
     }
     if (e->decided) {
-        head(b, "corehint_pcpu_contention", "gauge",
+        head(b, "corehint_pcpu_contention_cpus", "gauge",
              "host busy share plus vCPU run-queue wait on the pCPU, in CPUs");
         for (unsigned p = 0; p < e->model.npcpu; p++)
-            evbuffer_add_printf(b, "corehint_pcpu_contention{cpu=\"%u\"} %.6g\n", p,
+            evbuffer_add_printf(b, "corehint_pcpu_contention_cpus{cpu=\"%u\"} %.6g\n", p,
                                 e->model.pcpu_contention[p]);
-        head(b, "corehint_pcpu_wait", "gauge", "vCPU run-queue wait on the pCPU, in CPUs");
+        head(b, "corehint_pcpu_wait_cpus", "gauge", "vCPU run-queue wait on the pCPU, in CPUs");
         for (unsigned p = 0; p < e->model.npcpu; p++)
-            evbuffer_add_printf(b, "corehint_pcpu_wait{cpu=\"%u\"} %.6g\n", p,
+            evbuffer_add_printf(b, "corehint_pcpu_wait_cpus{cpu=\"%u\"} %.6g\n", p,
                                 e->model.pcpu_wait[p]);
         vm_metrics(b, e, h->a);
     }
@@ -239,17 +242,22 @@ static void on_metrics(struct evhttp_request *req, void *arg)
     }
     head(b, "corehint_hints_total", "counter", "hints queued to guests");
     evbuffer_add_printf(b, "corehint_hints_total %llu\n", (unsigned long long)h->a->hints_total);
-    head(b, "corehint_hint_ack_seconds", "summary", "hint sent to guest status received");
-    evbuffer_add_printf(b, "corehint_hint_ack_seconds{quantile=\"0.5\"} %.9f\n",
-                        act_latency_quantile(h->a, 0.5) / 1e9);
-    evbuffer_add_printf(b, "corehint_hint_ack_seconds{quantile=\"0.99\"} %.9f\n",
-                        act_latency_quantile(h->a, 0.99) / 1e9);
-    uint64_t sum = 0;
-    unsigned n = h->a->nlat < ACT_LAT_RING ? (unsigned)h->a->nlat : ACT_LAT_RING;
-    for (unsigned i = 0; i < n; i++)
-        sum += h->a->lat_ns[i];
-    evbuffer_add_printf(b, "corehint_hint_ack_seconds_sum %.9f\n", sum / 1e9);
-    evbuffer_add_printf(b, "corehint_hint_ack_seconds_count %u\n", n);
+    head(b, "corehint_hint_ack_seconds", "histogram",
+         "from a hint queued to the guest's status acknowledging it");
+    {
+        static const double le[] = ACT_LAT_BUCKETS;
+        uint64_t cum = 0;
+        for (unsigned k = 0; k < ACT_LAT_NBUCKETS; k++) {
+            cum += h->a->lat_bucket[k];
+            evbuffer_add_printf(b, "corehint_hint_ack_seconds_bucket{le=\"%g\"} %llu\n", le[k],
+                                (unsigned long long)cum);
+        }
+        cum += h->a->lat_bucket[ACT_LAT_NBUCKETS];
+        evbuffer_add_printf(b, "corehint_hint_ack_seconds_bucket{le=\"+Inf\"} %llu\n",
+                            (unsigned long long)cum);
+        evbuffer_add_printf(b, "corehint_hint_ack_seconds_sum %.9f\n", h->a->lat_sum_ns / 1e9);
+        evbuffer_add_printf(b, "corehint_hint_ack_seconds_count %llu\n", (unsigned long long)cum);
+    }
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                       "text/plain; version=0.0.4; charset=utf-8");
     evhttp_send_reply(req, HTTP_OK, "OK", b);

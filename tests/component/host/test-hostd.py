@@ -506,7 +506,14 @@ def channel_hints_despite_hostile_guest():
         check(p.returncode == 0, "promtool: %s%s" % (p.stdout, p.stderr))
         check(re.search(r'corehint_channel_dropped_total\{domain="hostile",uuid="[^"]+",'
                         r'reason="oversized"\} [3-9]', metrics), "oversized in /metrics")
-        check('corehint_vm_guest_mode{domain="good1"' in metrics, "guest mode in /metrics")
+        check(re.search(r'corehint_vm_guest_mode\{domain="good1",uuid="[^"]+",mode="host"\} 1\n', metrics)
+              and re.search(r'corehint_vm_guest_mode\{domain="good1",uuid="[^"]+",mode="fallback"\} 0\n', metrics),
+              "one guest-mode series per state in /metrics")
+        # a histogram of every acknowledgement: cumulative buckets, +Inf = count
+        inf = re.search(r'corehint_hint_ack_seconds_bucket\{le="\+Inf"\} (\d+)', metrics)
+        cnt = re.search(r'corehint_hint_ack_seconds_count (\d+)', metrics)
+        check(inf and cnt and int(inf.group(1)) == int(cnt.group(1)) >= 20,
+              "hint acknowledgement histogram: %s" % re.findall(r'corehint_hint_ack_seconds.*', metrics))
 
     with_delivery(["good1", "good2", "hostile"], {"hostile": "hostile"}, iv, body)
 
