@@ -5,7 +5,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <syslog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 /* The one piece of process-wide state in the library: where log lines go. */
@@ -13,7 +16,19 @@ static struct {
     const char *ident;
     enum log_level max;
     bool syslog;
-} log_cfg = {"corehint", LOG_LVL_INFO, false};
+    bool journal; /* stderr is systemd's journal stream: "<N>" priority prefixes, no stamp */
+} log_cfg = {"corehint", LOG_LVL_INFO, false, false};
+
+/* Is stderr the stream systemd connected to the journal ($JOURNAL_STREAM is "dev:inode")? */
+static bool stderr_is_journal(void)
+{
+    const char *v = getenv("JOURNAL_STREAM");
+    unsigned long long dev, ino;
+    struct stat st;
+
+    return v && sscanf(v, "%llu:%llu", &dev, &ino) == 2 && fstat(STDERR_FILENO, &st) == 0 &&
+           (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
 
 static const char *const names[] = {"error", "warning", "info", "debug"};
 
@@ -22,6 +37,7 @@ void log_init(const char *ident, enum log_level max, bool use_syslog)
     log_cfg.ident = ident;
     log_cfg.max = max;
     log_cfg.syslog = use_syslog;
+    log_cfg.journal = !use_syslog && stderr_is_journal();
     if (use_syslog)
         openlog(ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
@@ -67,6 +83,12 @@ void log_msg(enum log_level level, const char *fmt, ...)
     va_start(ap, fmt);
     if (log_cfg.syslog) {
         vsyslog(prio[level], fmt, ap);
+    } else if (log_cfg.journal) {
+        char line[1024];
+
+        /* journald reads the priority from the prefix and stamps the line itself */
+        vsnprintf(line, sizeof(line), fmt, ap);
+        fprintf(stderr, "<%d>%s[%s]: %s\n", prio[level], log_cfg.ident, names[level], line);
     } else {
         struct timespec ts;
         struct tm tm;

@@ -899,6 +899,34 @@ def unit_and_sysusers():
 
 
 @case
+def journal_priorities():
+    """Under systemd, stderr is the journal stream ($JOURNAL_STREAM names its device and inode):
+    every line then starts with its syslog priority ("<6>" info, "<4>" warning) for journald,
+    without hostd's own time stamp; anywhere else the lines keep their stamp."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "stderr")
+        with open(path, "w") as f:
+            st = os.fstat(f.fileno())
+            env = dict(os.environ, JOURNAL_STREAM="%d:%d" % (st.st_dev, st.st_ino))
+            p = subprocess.Popen(argv(["--connect", "test:///default", "--foreground",
+                                       "--interval-ms", "200", "--metrics-listen", "",
+                                       "--dry-run"]),
+                                 stdout=subprocess.DEVNULL, stderr=f, env=env)
+            time.sleep(1.0 * SLOW)
+            p.send_signal(signal.SIGTERM)
+            p.wait(30 * SLOW)
+        lines = [l for l in open(path).read().splitlines() if l.startswith("<") or "corehint-hostd[" in l]
+        check(lines and all(re.match(r"^<[0-7]>corehint-hostd\[(error|warning|info|debug)\]: ", l)
+                            for l in lines), "priority prefixes: %s" % lines[:5])
+        check(any(l.startswith("<6>corehint-hostd[info]: connected to test:///default") for l in lines),
+              "info is <6>: %s" % lines[:5])
+        # not the journal: stamped lines as before
+        p = run(["--connect", "test:///nonexistent-driver-xyz", "--once"], rc=1)
+        check(re.search(r"^\d{4}-\d\d-\d\dT[^ ]+Z corehint-hostd\[error\]: ", p.stderr, re.M),
+              "stamped without the journal: " + p.stderr)
+
+
+@case
 def systemd_notify():
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "notify.sock")
