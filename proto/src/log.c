@@ -25,9 +25,20 @@ static bool stderr_is_journal(void)
     const char *v = getenv("JOURNAL_STREAM");
     unsigned long long dev, ino;
     struct stat st;
+    char *end;
 
-    return v && sscanf(v, "%llu:%llu", &dev, &ino) == 2 && fstat(STDERR_FILENO, &st) == 0 &&
-           (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+    if (!v)
+        return false;
+    errno = 0;
+    dev = strtoull(v, &end, 10);
+    if (errno || end == v || *end != ':')
+        return false;
+    v = end + 1;
+    ino = strtoull(v, &end, 10);
+    if (errno || end == v || *end)
+        return false;
+    return fstat(STDERR_FILENO, &st) == 0 && (unsigned long long)st.st_dev == dev &&
+           (unsigned long long)st.st_ino == ino;
 }
 
 static const char *const names[] = {"error", "warning", "info", "debug"};

@@ -24,7 +24,7 @@ mark_a=$(e2e_console_mark a)
 mark_b=$(e2e_console_mark b)
 mark_h=$(wc -l <"$E2E_DIR/hostd.log")
 
-E2E_ON_EXIT='libvirt_env_signal_libvirtd CONT'
+export E2E_ON_EXIT='libvirt_env_signal_libvirtd CONT'
 libvirt_env_signal_libvirtd STOP || e2e_fail "cannot stop libvirtd (this test stops only a libvirtd it started)"
 t0=$SECONDS
 e2e_log "libvirtd stopped for $stop_s s"
@@ -42,7 +42,7 @@ while [ $((SECONDS - t0)) -lt $stop_s ]; do
     sleep 0.5
 done
 libvirt_env_signal_libvirtd CONT || e2e_fail "cannot continue libvirtd"
-E2E_ON_EXIT=
+export E2E_ON_EXIT=
 e2e_log "libvirtd continued; /metrics answered $answered times ($failed failures, slowest $slowest_ms ms)"
 
 e2e_expect "/metrics answered every request while libvirtd was stopped" test "$failed" -eq 0
