@@ -638,6 +638,16 @@ def proc_status(pid):
         return dict(l.rstrip("\n").split(":\t", 1) for l in f if ":\t" in l)
 
 
+def fault_env(**knobs):
+    """The environment that runs hostd with tests/lib/fault-libvirt.c preloaded and knobs set."""
+    lib = os.environ.get("FAULT_LIBVIRT", "")
+    check(os.path.exists(lib), "FAULT_LIBVIRT names the fault injection library: %r" % lib)
+    env = dict(os.environ, LD_PRELOAD=lib, **knobs)
+    # ASan wants to be first in the library list; the preload does not use it
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+    return env
+
+
 TEST_NODE_XML = """<node>
   <cpu><nodes>1</nodes><sockets>1</sockets><cores>2</cores><threads>1</threads>
     <active>2</active><mhz>1000</mhz><model>x86_64</model></cpu>
@@ -658,8 +668,6 @@ def xml_read_failure_retried():
     """libvirt fails to give a new domain's XML once (tests/lib/fault-libvirt.c, as a busy
     libvirtd does): hostd reads it again at the next sample and connects to the channel, instead
     of keeping "no channel" until its XML cache next refreshes, 60 samples later."""
-    lib = os.environ.get("FAULT_LIBVIRT", "")
-    check(os.path.exists(lib), "FAULT_LIBVIRT names the fault injection library: %r" % lib)
     d = tempfile.mkdtemp(prefix="hostd-xml-")
     g = None
     p = None
@@ -669,9 +677,7 @@ def xml_read_failure_retried():
         node = os.path.join(d, "node.xml")
         write(node, TEST_NODE_XML % sock)
         g = FakeGuest(sock)
-        env = dict(os.environ, LD_PRELOAD=lib, COREHINT_FAULT_XMLDESC_FAILS="1")
-        # ASan wants to be first in the library list; the preload does not use it
-        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+        env = fault_env(COREHINT_FAULT_XMLDESC_FAILS="1")
         p = subprocess.Popen(argv(["--connect", "test://" + node, "--foreground",
                                    "--interval-ms", "200", "--metrics-listen", "127.0.0.1:0"]),
                              stdout=subprocess.DEVNULL, stderr=log, text=True, env=env)
@@ -704,10 +710,7 @@ def reconnect_after_close_inside_a_call():
     (libvirtd died during the call; tests/lib/fault-libvirt.c): hostd drops the connection,
     reconnects after its backoff, and samples again; before, the deferred teardown ate the
     only retry and hostd never reconnected."""
-    lib = os.environ.get("FAULT_LIBVIRT", "")
-    check(os.path.exists(lib), "FAULT_LIBVIRT names the fault injection library: %r" % lib)
-    env = dict(os.environ, LD_PRELOAD=lib, COREHINT_FAULT_STATS_CLOSE_AT="3")
-    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+    env = fault_env(COREHINT_FAULT_STATS_CLOSE_AT="3")
     with tempfile.TemporaryFile("w+") as log:
         p = subprocess.Popen(argv(["--connect", "test:///default", "--foreground", "--interval-ms",
                                    "200", "--dry-run", "--metrics-listen", "", "-v", "-v"]),
@@ -747,8 +750,6 @@ def libvirt_hang_keeps_leases():
     older than stale_intervals (6) every guest is widened to all its vCPUs (reason "stale");
     when libvirt answers again hostd decides again.  Before the libvirt worker, the loop froze
     for the whole call: no hint, no HTTP, every lease expired."""
-    lib = os.environ.get("FAULT_LIBVIRT", "")
-    check(os.path.exists(lib), "FAULT_LIBVIRT names the fault injection library: %r" % lib)
     iv = 200 if SLOW == 1 else 1000
     hang_ms = 12 * iv
     d = tempfile.mkdtemp(prefix="hostd-hang-")
@@ -760,9 +761,7 @@ def libvirt_hang_keeps_leases():
         node = os.path.join(d, "node.xml")
         write(node, TEST_NODE_XML % sock)
         g = FakeGuest(sock)
-        env = dict(os.environ, LD_PRELOAD=lib, COREHINT_FAULT_STATS_HANG_AT="6",
-                   COREHINT_FAULT_STATS_HANG_MS=str(hang_ms))
-        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+        env = fault_env(COREHINT_FAULT_STATS_HANG_AT="6", COREHINT_FAULT_STATS_HANG_MS=str(hang_ms))
         p = subprocess.Popen(argv(["--connect", "test://" + node, "--foreground",
                                    "--interval-ms", str(iv), "--metrics-listen", "127.0.0.1:0"]),
                              stdout=subprocess.DEVNULL, stderr=log, text=True, env=env)
