@@ -45,7 +45,6 @@ struct hostd {
     FILE *record;
     struct event *tick;
     struct event *sigs[3];
-    unsigned samples; /* samples fed to the engine */
     uint64_t slow_warned_ms; /* last "libvirtd is slow" warning */
     uint64_t last_apply_ms;  /* last time the leases were renewed */
     unsigned status_ndom;    /* domain count in the last STATUS= sent */
@@ -310,7 +309,6 @@ static void feed(struct hostd *h, struct wk_result *r)
         snap_free(s);
         return;
     }
-    h->samples++;
     act_annotate(&h->act, s);
     if ((rc = eng_feed(&h->eng, s, r->gen)) < 0) {
         log_msg(LOG_LVL_ERR, "decision failed: %s", strerror(-rc));

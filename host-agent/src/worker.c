@@ -32,7 +32,6 @@ struct wk_node {
 
 struct worker {
     /* set at start, then read-only */
-    struct event_base *base;
     wk_result_fn fn;
     void *ctx;
     char uri[256];
@@ -354,7 +353,6 @@ struct worker *wk_start(struct event_base *base, const char *uri, bool readonly,
 
     if (!w)
         return NULL;
-    w->base = base;
     snprintf(w->uri, sizeof(w->uri), "%s", uri);
     w->fn = fn;
     w->ctx = ctx;
