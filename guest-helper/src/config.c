@@ -23,6 +23,7 @@ enum {
     OPT_HIGH,
     OPT_LOW,
     OPT_MODPROBE,
+    OPT_STATE_DIR,
     OPT_LOG,
     OPT_LOG_LEVEL,
     OPT_ONCE,
@@ -41,6 +42,7 @@ static const struct option options[] = {
     {"high", required_argument, NULL, OPT_HIGH},
     {"low", required_argument, NULL, OPT_LOW},
     {"modprobe", required_argument, NULL, OPT_MODPROBE},
+    {"state-dir", required_argument, NULL, OPT_STATE_DIR},
     {"log", required_argument, NULL, OPT_LOG},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"verbose", no_argument, NULL, 'v'},
@@ -75,6 +77,7 @@ static void defaults(struct config *cfg)
     strcpy(cfg->proc_root, "/proc");
     strcpy(cfg->dev_root, "/dev");
     strcpy(cfg->modprobe, "/sbin/modprobe");
+    strcpy(cfg->state_dir, CONFIG_DEFAULT_STATE_DIR);
     cfg->fallback = FALLBACK_LOCAL;
     cfg->interval_ms = 1000;
     cfg->high = 500;
@@ -159,6 +162,8 @@ static int file_key(void *ctx, const struct ch_conf_line *l, char *err, size_t e
         return set_uint(&cfg->low, k, v, 0, HIGH_MAX - 1, err, errlen);
     if (strcmp(k, "modprobe") == 0)
         return set_path(cfg->modprobe, k, v, err, errlen);
+    if (strcmp(k, "state_dir") == 0)
+        return set_path(cfg->state_dir, k, v, err, errlen);
     if (strcmp(k, "log") == 0)
         return set_log(cfg, k, v, err, errlen);
     if (strcmp(k, "log_level") == 0)
@@ -200,6 +205,8 @@ static int apply_option(struct config *cfg, int opt, const char *arg, char *err,
         return set_uint(&cfg->low, n, arg, 0, HIGH_MAX - 1, err, errlen);
     case OPT_MODPROBE:
         return set_path(cfg->modprobe, n, arg, err, errlen);
+    case OPT_STATE_DIR:
+        return set_path(cfg->state_dir, n, arg, err, errlen);
     case OPT_LOG:
         return set_log(cfg, n, arg, err, errlen);
     case OPT_LOG_LEVEL:
@@ -295,6 +302,7 @@ void config_dump(const struct config *cfg, FILE *out)
     fprintf(out, "high_threshold = %u\n", cfg->high);
     fprintf(out, "low_threshold = %u\n", cfg->low);
     fprintf(out, "modprobe = %s\n", cfg->modprobe);
+    fprintf(out, "state_dir = %s\n", cfg->state_dir);
     fprintf(out, "log = %s\n", cfg->log_syslog ? "syslog" : "stderr");
     fprintf(out, "log_level = %s\n", log_level_name(cfg->log_level));
     fprintf(out, "# command line only\n");
@@ -323,6 +331,9 @@ void config_usage(FILE *out, const char *prog)
             "      --low N            steal %%x100 at or below which a core is added back\n"
             "                         (default 200; must be below --high)\n"
             "      --modprobe PATH    modprobe for --fallback kernel (default /sbin/modprobe)\n"
+            "      --state-dir DIR    where guestd notes that it loaded steal_governor, so that\n"
+            "                         it (and --restore) unloads only a module it loaded\n"
+            "                         (default " CONFIG_DEFAULT_STATE_DIR ")\n"
             "      --log syslog|stderr  where log lines go (default stderr)\n"
             "      --log-level LEVEL  error, warning, info (default) or debug\n"
             "  -v, --verbose          same as --log-level debug\n"

@@ -19,6 +19,7 @@
 #define CONFIG_DEFAULT_FILE "/etc/corehint/guestd.conf"
 #endif
 #define CONFIG_PORT_AUTO "auto"
+#define CONFIG_DEFAULT_STATE_DIR "/run/corehint-guestd"
 
 enum fallback_kind {
     FALLBACK_LOCAL,  /* our userspace port of the v11 policy */
@@ -42,6 +43,7 @@ struct config {
     char proc_root[PATH_MAX];
     char dev_root[PATH_MAX]; /* where "auto" looks for port devices */
     char modprobe[PATH_MAX];
+    char state_dir[PATH_MAX]; /* what must outlive the process: who loaded steal_governor */
     enum fallback_kind fallback;
     unsigned interval_ms;
     unsigned high; /* steal_pct_x100 */

@@ -31,12 +31,18 @@ struct control {
     struct sample *prev, *cur;
 
     enum ch_mode mode;
-    bool supported, writable;
+    bool supported, writable; /* the file exists; it opens for writing */
+    bool busy;                /* the kernel refused a write with EBUSY: another owner */
+    char why[CH_REASON_MAX + 1]; /* why hints cannot be applied, "" when they can */
+    int write_err;            /* errno of the last failed tick-time write, 0 after a success */
     ch_cpuset applied;  /* the preferred set in force, as read back */
     ch_cpuset host_set; /* the last applied hint's cpus, re-clipped on hotplug */
-    uint64_t last_seq;  /* watermark on this connection; reset on reconnect */
+    uint64_t last_seq;  /* watermark in this session; reset with every new session */
     uint32_t steal;     /* steal_pct_x100 over the last interval */
-    bool hello_answered;
+    bool hello_answered; /* a sessionless (version 1) host hello was answered since arrival */
+    bool has_session;    /* the host's hello named a session, which is current */
+    uint64_t session;
+    unsigned peer_v;     /* the version we write: min(ours, the host's max_v), 1 before hello */
 
     time_t log_sec; /* refusal log budget: the second it counts, used, suppressed */
     unsigned log_used, log_suppressed;
@@ -47,10 +53,19 @@ struct control {
     char once_json[1024];
 };
 
-static void send_msg(struct control *c, const struct ch_msg *m)
+static void send_msg(struct control *c, struct ch_msg *m)
 {
     char buf[CH_LINE_MAX + 1];
+
+    if (m->type != CH_MSG_HELLO)
+        m->v = c->peer_v ? c->peer_v : 1;
     int n = ch_encode(m, buf, sizeof(buf));
+    if (n == -ENOSPC && m->type == CH_MSG_HELLO && m->u.hello.has_housekeeping) {
+        /* A hello is a version 1 line (4096 bytes): a sparse housekeeping list that does not
+         * fit is left out, and the host assumes the lowest online CPU. */
+        m->u.hello.has_housekeeping = false;
+        n = ch_encode(m, buf, sizeof(buf));
+    }
 
     if (n < 0) {
         log_msg(LOG_LVL_ERR, "cannot encode %s: %s", ch_msg_type_name(m->type), strerror(-n));
@@ -68,6 +83,34 @@ static void send_status(struct control *c)
     send_msg(c, &m);
 }
 
+/* Whether hints can be applied, and why not; true when that changed. */
+static bool refresh_writable(struct control *c)
+{
+    char why[sizeof(c->why)];
+
+    c->supported = sysfs_supported(&c->sys);
+    c->writable = c->supported && sysfs_writable(&c->sys);
+    /* The steal governor owns the mask while loaded (the kernel answers writes with EBUSY);
+     * one we loaded ourselves we unload before applying a hint. */
+    c->busy = c->writable && !c->fb.module_ours && sysfs_module_loaded(&c->sys, FALLBACK_MODULE);
+    if (!c->supported)
+        snprintf(why, sizeof(why), "no preferred file");
+    else if (!c->writable)
+        snprintf(why, sizeof(why), "preferred file not writable");
+    else if (c->busy)
+        snprintf(why, sizeof(why), "busy: %s owns the mask", FALLBACK_MODULE);
+    else
+        why[0] = '\0';
+    if (strcmp(why, c->why) == 0)
+        return false;
+    if (why[0])
+        log_msg(LOG_LVL_WARN, "host hints cannot be applied: %s", why);
+    else if (c->why[0])
+        log_msg(LOG_LVL_INFO, "host hints can be applied again");
+    snprintf(c->why, sizeof(c->why), "%s", why);
+    return true;
+}
+
 static void send_hello(struct control *c)
 {
     struct ch_msg m;
@@ -75,7 +118,8 @@ static void send_hello(struct control *c)
 
     if (ch_cpuset_empty(&online))
         ch_cpuset_set(&online, 0); /* the codec insists; an unreadable online file is odd */
-    ch_msg_guest_hello(&m, AGENT, &online, c->supported && c->writable);
+    ch_msg_guest_hello(&m, AGENT, &online, c->why[0] == '\0');
+    snprintf(m.u.hello.reason, sizeof(m.u.hello.reason), "%s", c->why);
     governor_housekeeping_set(&online, &c->cur->isolated, &m.u.hello.housekeeping);
     m.u.hello.has_housekeeping = !ch_cpuset_empty(&m.u.hello.housekeeping);
     send_msg(c, &m);
@@ -164,10 +208,26 @@ static void apply_hint(struct control *c, const struct ch_hint *h)
     char msg[CH_MESSAGE_MAX + 1];
     ch_cpuset online;
 
+    if (h->has_session && (!c->has_session || h->session != c->session)) {
+        char want[CH_SESSION_LEN + 1], got[CH_SESSION_LEN + 1];
+        ch_session_format(h->session, got);
+        ch_session_format(c->session, want);
+        snprintf(msg, sizeof(msg), "session %s is not the current one (%s)", got,
+                 c->has_session ? want : "none: no host hello since the host arrived");
+        refuse(c, h->seq, "unknown-session", msg);
+        return;
+    }
     if (!c->supported || !c->writable) {
         refuse(c, h->seq, "unsupported",
                c->supported ? "the preferred file is not writable"
                             : "this kernel has no /sys/devices/system/cpu/preferred");
+        return;
+    }
+    if (c->busy && refresh_writable(c))
+        send_hello(c); /* the other owner let go */
+    if (c->busy) {
+        refuse(c, h->seq, "busy", "the preferred set is owned by " FALLBACK_MODULE
+                                  ", loaded by someone else; unload it to let the host steer");
         return;
     }
     /* Hotplug may have happened since the last interval: judge against the kernel's now. */
@@ -187,7 +247,14 @@ static void apply_hint(struct control *c, const struct ch_hint *h)
                  rc == -EIO ? "read back a different set" : strerror(-rc));
         if (was_fallback)
             enter_fallback(c);
-        refuse(c, h->seq, "write-failed", msg);
+        if (rc == -EBUSY) {
+            /* An owner appeared that the module check did not see: say so in a hello. */
+            c->busy = true;
+            snprintf(c->why, sizeof(c->why), "busy: the kernel refused the write (EBUSY)");
+            log_msg(LOG_LVL_WARN, "host hints cannot be applied: %s", c->why);
+            send_hello(c);
+        }
+        refuse(c, h->seq, rc == -EBUSY ? "busy" : "write-failed", msg);
         return;
     }
     if (!c->once && lease_renew(c->lease, h->lease_ms) < 0)
@@ -206,6 +273,38 @@ static void apply_hint(struct control *c, const struct ch_hint *h)
     send_status(c);
     if (c->once)
         once_finish(c, 0, once_base(c, "applied"));
+}
+
+/*
+ * PROTOCOL.md 4.1: a hello with a session we do not hold starts that session (watermark 0,
+ * answered with our hello and status); the current session again changes nothing; a version 1
+ * hello (no session) resets the watermark and is answered once per host arrival.
+ */
+static void on_host_hello(struct control *c, const struct ch_hello *h)
+{
+    char id[CH_SESSION_LEN + 1];
+
+    c->peer_v = ch_negotiate(h->max_v);
+    if (h->has_session) {
+        if (c->has_session && h->session == c->session)
+            return;
+        ch_session_format(h->session, id);
+        log_msg(LOG_LVL_INFO, "host agent %s, session %s, protocol v%u%s", h->agent, id, c->peer_v,
+                c->last_seq ? ": sequence starts again" : "");
+        c->has_session = true;
+        c->session = h->session;
+        c->last_seq = 0;
+    } else {
+        c->has_session = false;
+        c->last_seq = 0;
+        if (c->hello_answered)
+            return;
+        c->hello_answered = true;
+        log_msg(LOG_LVL_INFO, "host agent %s (protocol v1, no session)", h->agent);
+    }
+    refresh_writable(c);
+    send_hello(c);
+    send_status(c);
 }
 
 static void on_line(void *arg, const char *line, size_t len)
@@ -233,12 +332,7 @@ static void on_line(void *arg, const char *line, size_t len)
     case CH_MSG_HELLO:
         if (m.u.hello.role != CH_ROLE_HOST)
             break;
-        log_msg(LOG_LVL_INFO, "host agent %s", m.u.hello.agent);
-        if (!c->hello_answered) {
-            c->hello_answered = true; /* once per connection: no hello ping-pong */
-            send_hello(c);
-            send_status(c);
-        }
+        on_host_hello(c, &m.u.hello);
         break;
     case CH_MSG_STATUS:
     case CH_MSG_ERROR:
@@ -251,10 +345,12 @@ static void on_up(void *arg)
 {
     struct control *c = arg;
 
-    c->last_seq = 0; /* a restarted host starts again from seq 1 */
+    /* A host arrived: whoever it is will say hello, with a session or (version 1) without. */
+    c->last_seq = 0;
     c->hello_answered = false;
-    c->supported = sysfs_supported(&c->sys);
-    c->writable = c->supported && sysfs_writable(&c->sys);
+    c->has_session = false;
+    c->peer_v = 1;
+    refresh_writable(c);
     send_hello(c);
     send_status(c);
 }
@@ -266,7 +362,7 @@ static void on_down(void *arg)
 
 static void on_oversized(void *arg)
 {
-    send_error(arg, 0, ch_decode_err_code(CH_DEC_TOO_LONG), "line longer than 4096 bytes dropped");
+    send_error(arg, 0, ch_decode_err_code(CH_DEC_TOO_LONG), "line longer than 32768 bytes dropped");
 }
 
 const struct port_ops control_port_ops = {
@@ -298,9 +394,13 @@ static bool follow_hotplug(struct control *c)
         return false;
     int rc = sysfs_write_preferred(&c->sys, &want);
     if (rc < 0) {
-        log_msg(LOG_LVL_ERR, "hotplug: cannot write the preferred set: %s", strerror(-rc));
+        if (-rc != c->write_err)
+            log_msg(LOG_LVL_ERR, "hotplug: cannot write the preferred set: %s (said once)",
+                    strerror(-rc));
+        c->write_err = -rc;
         return false;
     }
+    c->write_err = 0;
     log_msg(LOG_LVL_INFO, "online CPUs changed: hint seq %" PRIu64 " reapplied to what is online",
             c->last_seq);
     c->applied = want;
@@ -334,14 +434,18 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         changed |= follow_hotplug(c);
     } else if (c->mode == CH_MODE_FALLBACK) {
         int rc = fallback_tick(&c->fb, c->prev, c->cur, &c->applied, &action);
-        if (rc < 0)
-            log_msg(LOG_LVL_ERR, "fallback: cannot write the preferred set: %s", strerror(-rc));
+        if (rc < 0 && -rc != c->write_err)
+            log_msg(LOG_LVL_ERR, "fallback: cannot write the preferred set: %s (said once)",
+                    strerror(-rc));
+        c->write_err = rc < 0 ? -rc : 0;
         changed |= rc > 0;
         if (rc > 0)
             log_msg(LOG_LVL_INFO, "fallback %s: %s at steal %u.%02u %%",
                     config_fallback_name(c->fb.kind), governor_action_name(action), c->steal / 100,
                     c->steal % 100);
     }
+    if (refresh_writable(c) && c->port && port_connected(c->port))
+        send_hello(c); /* the host learns at once that hints can (or cannot) be applied */
     if (changed)
         send_status(c);
     if (c->once) {
@@ -399,8 +503,7 @@ int control_start(struct control *c)
     }
     if (!c->cur->have_stat)
         log_msg(LOG_LVL_WARN, "cannot read %s: no steal measurement", c->sys.proc_stat);
-    c->supported = sysfs_supported(&c->sys);
-    c->writable = c->supported && sysfs_writable(&c->sys);
+    refresh_writable(c);
     if (c->supported)
         sysfs_read_preferred(&c->sys, &c->applied);
     if (!c->supported || (!c->writable && c->cfg->fallback != FALLBACK_KERNEL)) {

@@ -2,14 +2,62 @@
 #include "fallback.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "corehint/log.h"
 
 extern char **environ;
+
+/* <state_dir>/steal_governor.loaded exists while a guestd's load of the module stands. */
+static int marker_path(const struct config *cfg, char *out, size_t len)
+{
+    int n = snprintf(out, len, "%s/%s.loaded", cfg->state_dir, FALLBACK_MODULE);
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static bool marker_exists(const struct config *cfg)
+{
+    char path[PATH_MAX];
+    struct stat st;
+
+    return marker_path(cfg, path, sizeof(path)) == 0 && stat(path, &st) == 0;
+}
+
+static void marker_set(const struct config *cfg)
+{
+    char path[PATH_MAX], text[32];
+    int fd = -1;
+
+    if (marker_path(cfg, path, sizeof(path)) == 0) {
+        (void)mkdir(cfg->state_dir, 0755); /* systemd's RuntimeDirectory= made it already */
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    }
+    if (fd < 0) {
+        log_msg(LOG_LVL_WARN,
+                "fallback: cannot note in %s that we loaded %s (%s): a restarted guestd will "
+                "leave it loaded",
+                cfg->state_dir, FALLBACK_MODULE, strerror(errno));
+        return;
+    }
+    int n = snprintf(text, sizeof(text), "%ld\n", (long)getpid());
+    if (write(fd, text, (size_t)n) != n)
+        log_msg(LOG_LVL_WARN, "fallback: writing %s: %s", path, strerror(errno));
+    close(fd);
+}
+
+static void marker_clear(const struct config *cfg)
+{
+    char path[PATH_MAX];
+
+    if (marker_path(cfg, path, sizeof(path)) == 0 && unlink(path) < 0 && errno != ENOENT)
+        log_msg(LOG_LVL_WARN, "fallback: cannot remove %s: %s", path, strerror(errno));
+}
 
 void fallback_init(struct fallback *f, const struct config *cfg, const struct sysfs *sys)
 {
@@ -17,6 +65,16 @@ void fallback_init(struct fallback *f, const struct config *cfg, const struct sy
     f->cfg = cfg;
     f->sys = sys;
     f->kind = cfg->fallback;
+    if (!marker_exists(cfg))
+        return;
+    if (sysfs_module_loaded(sys, FALLBACK_MODULE)) {
+        /* An earlier guestd loaded it and did not get to unload it (killed, crashed). */
+        log_msg(LOG_LVL_INFO, "fallback: %s was loaded by an earlier corehint-guestd; ours to unload",
+                FALLBACK_MODULE);
+        f->module_ours = true;
+    } else {
+        marker_clear(cfg);
+    }
 }
 
 void fallback_reconfigure(struct fallback *f, const struct config *cfg)
@@ -56,26 +114,40 @@ static int load_module(struct fallback *f)
     snprintf(low, sizeof(low), "low_threshold=%u", f->cfg->low);
     const char *const argv[] = {f->cfg->modprobe, FALLBACK_MODULE, interval, high, low, NULL};
     int rc = fallback_run(argv);
-    if (rc == 0)
+    if (rc == 0) {
         log_msg(LOG_LVL_INFO, "fallback: loaded %s (%s %s %s)", FALLBACK_MODULE, interval, high,
                 low);
+        marker_set(f->cfg);
+    }
     return rc;
 }
 
-static int unload_module(const char *modprobe)
+static int unload_module(const struct config *cfg)
 {
-    const char *const argv[] = {modprobe, "-r", FALLBACK_MODULE, NULL};
+    const char *const argv[] = {cfg->modprobe, "-r", FALLBACK_MODULE, NULL};
     int rc = fallback_run(argv);
-    if (rc == 0)
+    if (rc == 0) {
         log_msg(LOG_LVL_INFO, "fallback: unloaded %s", FALLBACK_MODULE);
+        marker_clear(cfg);
+    }
     return rc;
 }
 
 int fallback_unload_module(const struct config *cfg, const struct sysfs *sys)
 {
-    if (!sysfs_module_loaded(sys, FALLBACK_MODULE))
+    bool ours = marker_exists(cfg);
+
+    if (!sysfs_module_loaded(sys, FALLBACK_MODULE)) {
+        if (ours)
+            marker_clear(cfg);
         return 0;
-    return unload_module(cfg->modprobe);
+    }
+    if (!ours) {
+        log_msg(LOG_LVL_INFO, "%s was not loaded by corehint-guestd: leaving it loaded",
+                FALLBACK_MODULE);
+        return 0;
+    }
+    return unload_module(cfg);
 }
 
 static int write_set(const struct fallback *f, const ch_cpuset *want, ch_cpuset *applied)
@@ -94,13 +166,17 @@ int fallback_enter(struct fallback *f, const struct sample *cur, ch_cpuset *appl
 
     f->active = true;
     f->kind = f->cfg->fallback;
+    if (f->kind != FALLBACK_KERNEL && f->module_ours && unload_module(f->cfg) == 0)
+        f->module_ours = false; /* an earlier guestd's, configured differently */
     switch (f->kind) {
     case FALLBACK_LOCAL:
         break; /* the first step comes with the next interval's sample */
     case FALLBACK_KERNEL:
         if (sysfs_module_loaded(f->sys, FALLBACK_MODULE)) {
-            log_msg(LOG_LVL_INFO, "fallback: %s is already loaded; leaving it alone",
-                    FALLBACK_MODULE);
+            if (!f->module_ours)
+                log_msg(LOG_LVL_INFO, "fallback: %s is already loaded by someone else; leaving "
+                                      "it alone",
+                        FALLBACK_MODULE);
             break;
         }
         if ((rc = load_module(f)) == 0) {
@@ -167,8 +243,8 @@ int fallback_leave(struct fallback *f)
     int rc = 0;
 
     if (f->active && f->module_ours) {
-        rc = unload_module(f->cfg->modprobe);
-        f->module_ours = false;
+        rc = unload_module(f->cfg);
+        f->module_ours = rc < 0; /* still loaded, still ours */
     }
     f->active = false;
     return rc;

@@ -261,6 +261,7 @@ json_object *act_channel_json(const struct act_vm *v)
     json_object_object_add(o, "state", json_object_new_string(chan_state_name(ch->state)));
     json_object_object_add(o, "hints", json_object_new_uint64(v->hints));
     json_object_object_add(o, "seq", json_object_new_uint64(ch->seq));
+    json_object_object_add(o, "version", json_object_new_uint64(chan_version(ch)));
     json_object_object_add(o, "acked", json_object_new_boolean(ch->acked));
     json_object_object_add(o, "silent", json_object_new_boolean(chan_silent(ch, chan_now_ns())));
     if (ch->last_rx_ns)
@@ -284,6 +285,9 @@ json_object *act_channel_json(const struct act_vm *v)
         if (ch_cpulist_format(&ch->hello.online, list, sizeof(list)) >= 0)
             json_object_object_add(h, "online", json_object_new_string(list));
         json_object_object_add(h, "writable", json_object_new_boolean(ch->hello.writable));
+        if (ch->hello.reason[0])
+            json_object_object_add(h, "reason", json_object_new_string(ch->hello.reason));
+        json_object_object_add(h, "max_v", json_object_new_uint64(ch->hello.max_v));
         json_object_object_add(o, "hello", h);
     }
     if (ch->has_status) {

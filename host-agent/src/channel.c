@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -25,6 +27,31 @@ uint64_t chan_now_ns(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t chan_session(void)
+{
+    static uint64_t session;
+    static bool drawn;
+
+    if (!drawn) {
+        /* One random id for the process: a restarted hostd is a new session to every guest
+         * (PROTOCOL.md 4.1).  getrandom() without GRND_NONBLOCK waits only for a pool that was
+         * never seeded, which on a booted hypervisor has happened long ago. */
+        if (getrandom(&session, sizeof(session), 0) != (ssize_t)sizeof(session)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            session = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^
+                      ((uint64_t)getpid() << 40);
+        }
+        drawn = true;
+    }
+    return session;
+}
+
+unsigned chan_version(const struct channel *ch)
+{
+    return ch->has_hello ? ch_negotiate(ch->hello.max_v) : 1;
 }
 
 const char *chan_state_name(enum chan_state s)
@@ -100,6 +127,9 @@ int chan_send_hint(struct channel *ch, const ch_cpuset *cpus, uint32_t lease_ms,
     int rc;
 
     ch_msg_hint(&m, ch->seq + 1, cpus, lease_ms, reason);
+    m.v = chan_version(ch);
+    m.u.hint.session = chan_session(); /* in version 1 an extension field, ignored */
+    m.u.hint.has_session = true;
     if (ch->state == CHAN_UP && evbuffer_get_length(bufferevent_get_output(ch->bev)) > 0) {
         /* The guest has not taken what was written: this hint waits alone, and a newer one
          * replaces it.  A guest that resumes reading gets the newest lease, not a backlog. */
@@ -132,7 +162,10 @@ static void send_hello(struct channel *ch)
     struct ch_msg m;
 
     ch_msg_host_hello(&m, "corehint-hostd/" COREHINT_VERSION);
-    chan_send(ch, &m);
+    m.u.hello.session = chan_session();
+    m.u.hello.has_session = true;
+    if (chan_send(ch, &m) == 0)
+        ch->c.hellos_out++;
 }
 
 static void reply_error(struct channel *ch, const struct ch_decode_info *info)
@@ -145,6 +178,7 @@ static void reply_error(struct channel *ch, const struct ch_decode_info *info)
         return;
     snprintf(text, sizeof(text), "type \"%s\" not understood", info->type);
     ch_msg_error(&m, info->seq, ch_decode_err_code(info->err), text);
+    m.v = chan_version(ch);
     if (chan_send(ch, &m) == 0)
         ch->error_sent = true;
 }
@@ -172,11 +206,12 @@ static bool on_line(void *ctx, const char *line, size_t len)
             ch->c.msgs_in--;
             break;
         }
-        /* Answer the first guest hello of a connection only: hello loops are impossible. */
-        if (!ch->has_hello)
-            send_hello(ch);
+        /* Every guest hello is answered: a guestd restarted behind a connection that stayed up
+         * learns the session from it.  The guest answers only a hello that starts a session,
+         * which ours does not after the first, so hellos cannot ping-pong. */
         ch->hello = m.u.hello;
         ch->has_hello = true;
+        send_hello(ch);
         break;
     case CH_MSG_STATUS:
         ch->status = m.u.status;
@@ -193,6 +228,13 @@ static bool on_line(void *ctx, const char *line, size_t len)
         ch->c.errors_in++;
         log_msg(LOG_LVL_DEBUG, "%s: guest error %s for hint %llu: %s", ch->name, m.u.error.code,
                 (unsigned long long)m.u.error.seq, m.u.error.message);
+        /* The guest never heard our hello (lost while it was away): say it again, once per
+         * hint, and the next hint is in a session it knows. */
+        if (strcmp(m.u.error.code, "unknown-session") == 0 && m.u.error.seq == ch->seq &&
+            ch->hello_resent_seq != ch->seq) {
+            ch->hello_resent_seq = ch->seq;
+            send_hello(ch);
+        }
         break;
     case CH_MSG_HINT:
         /* Hints only flow host -> guest. */

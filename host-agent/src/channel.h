@@ -49,6 +49,7 @@ struct chan_counters {
     uint64_t lines_in;    /* every guest line framed, valid or not */
     uint64_t throttled;   /* times reading paused for the input budget */
     uint64_t replaced;    /* hints replaced unsent by a newer one */
+    uint64_t hellos_out;  /* hellos sent: one per connect, guest hello and unknown-session */
 };
 
 struct channel;
@@ -67,7 +68,8 @@ struct channel {
     struct ch_framer framer;
     uint64_t framer_oversized; /* framer count already added to counters */
     bool error_sent;           /* an error reply since the last hint */
-    uint64_t seq;              /* last hint seq sent; increasing for the channel's life */
+    uint64_t seq;              /* last hint seq sent; increasing for the session (process) */
+    uint64_t hello_resent_seq; /* the hint an unknown-session error made us say hello for */
     uint64_t seq_sent_ns;      /* when it was queued */
     bool acked;                /* the guest acknowledged seq */
     bool has_hello, has_status, has_error;
@@ -100,6 +102,10 @@ int chan_send(struct channel *ch, const struct ch_msg *m);
 int chan_send_hint(struct channel *ch, const ch_cpuset *cpus, uint32_t lease_ms,
                    const char *reason);
 const char *chan_state_name(enum chan_state s);
+/* This process's session id (PROTOCOL.md 4.1), drawn once from getrandom(). */
+uint64_t chan_session(void);
+/* The version hints are written in: min(ours, the guest's max_v) once it said hello, else 1. */
+unsigned chan_version(const struct channel *ch);
 uint64_t chan_now_ns(void);
 /* Silent: no valid guest message ever, or none for longer than the last hint's lease. */
 bool chan_silent(const struct channel *ch, uint64_t now_ns);

@@ -14,6 +14,8 @@
 #include <event2/http.h>
 
 #include "corehint/log.h"
+#include "corehint/proto.h"
+#include "channel.h"
 
 struct http_srv {
     struct evhttp *http;
@@ -294,6 +296,12 @@ static void on_status(struct evhttp_request *req, void *arg)
         }
     }
     json_object_object_add(daemon, "dry_run", json_object_new_boolean(h->cfg->dry_run));
+    {
+        char session[CH_SESSION_LEN + 1];
+        ch_session_format(chan_session(), session);
+        json_object_object_add(daemon, "session", json_object_new_string(session));
+        json_object_object_add(daemon, "protocol", json_object_new_int(CH_PROTO_VERSION));
+    }
     json_object_object_add(daemon, "decisions", json_object_new_uint64(h->e->steps));
     json_object_object_add(daemon, "samples_too_soon", json_object_new_uint64(h->e->short_skipped));
     json_object_object_add(daemon, "preferred_changes", json_object_new_uint64(h->e->changes));

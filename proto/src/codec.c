@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* Encoding and validation of protocol v1 messages (PROTOCOL.md). */
+/* Encoding and validation of protocol messages, versions 1 and 2 (PROTOCOL.md). */
 #include "corehint/proto.h"
 
 #include <errno.h>
@@ -162,6 +162,31 @@ static int get_bool(struct dec *d, const char *key, bool *out)
     return 0;
 }
 
+/* A session id: exactly CH_SESSION_LEN lowercase hex digits.  Returns 1 when absent. */
+static int get_session(struct dec *d, const char *key, bool required, uint64_t *out, bool *has)
+{
+    char text[CH_SESSION_LEN + 1];
+    int rc = get_str(d, key, CH_SESSION_LEN, !required, text);
+
+    *has = false;
+    if (rc != 0)
+        return rc;
+    uint64_t v = 0;
+    if (strlen(text) != CH_SESSION_LEN)
+        return refuse(d, CH_DEC_BAD_FIELD, key);
+    for (const char *c = text; *c; c++) {
+        if (*c >= '0' && *c <= '9')
+            v = v << 4 | (uint64_t)(*c - '0');
+        else if (*c >= 'a' && *c <= 'f')
+            v = v << 4 | (uint64_t)(*c - 'a' + 10);
+        else
+            return refuse(d, CH_DEC_BAD_FIELD, key);
+    }
+    *out = v;
+    *has = true;
+    return 0;
+}
+
 static bool kebab(const char *s)
 {
     if (*s == '-' || *s == '\0')
@@ -172,7 +197,7 @@ static bool kebab(const char *s)
     return s[-1] != '-';
 }
 
-static int decode_hello(struct dec *d, struct ch_hello *h)
+static int decode_hello(struct dec *d, unsigned v, struct ch_hello *h)
 {
     char role[8];
     uint64_t max_v = 1;
@@ -190,11 +215,16 @@ static int decode_hello(struct dec *d, struct ch_hello *h)
     if (get_uint(d, "max_v", 1, 1000, true, &max_v) < 0)
         return -EINVAL;
     h->max_v = (unsigned)max_v;
-    if (h->role == CH_ROLE_HOST)
-        return 0;
+    if (h->role == CH_ROLE_HOST) {
+        /* A host that speaks version 2 opens a session with every hello it sends. */
+        bool need = v >= 2 || h->max_v >= 2;
+        return get_session(d, "session", need, &h->session, &h->has_session) < 0 ? -EINVAL : 0;
+    }
     if (get_cpulist(d, "online", true, &h->online) < 0)
         return -EINVAL;
     if (get_bool(d, "writable", &h->writable) < 0)
+        return -EINVAL;
+    if (get_str(d, "reason", CH_REASON_MAX, true, h->reason) < 0)
         return -EINVAL;
     h->has_housekeeping = json_object_object_get_ex(d->obj, "housekeeping", NULL);
     if (!h->has_housekeeping)
@@ -206,14 +236,15 @@ static int decode_hello(struct dec *d, struct ch_hello *h)
     return 0;
 }
 
-static int decode_hint(struct dec *d, struct ch_hint *h)
+static int decode_hint(struct dec *d, unsigned v, struct ch_hint *h)
 {
     uint64_t lease;
 
     if (get_uint(d, "seq", 1, UINT64_MAX, false, &h->seq) < 0)
         return -EINVAL;
     d->info->seq = h->seq;
-    if (get_cpulist(d, "cpus", true, &h->cpus) < 0 ||
+    if (get_session(d, "session", v >= 2, &h->session, &h->has_session) < 0 ||
+        get_cpulist(d, "cpus", true, &h->cpus) < 0 ||
         get_uint(d, "lease_ms", CH_LEASE_MIN_MS, CH_LEASE_MAX_MS, false, &lease) < 0 ||
         get_str(d, "reason", CH_REASON_MAX, true, h->reason) < 0)
         return -EINVAL;
@@ -229,12 +260,14 @@ static int decode_status(struct dec *d, struct ch_status *s)
     if (get_uint(d, "seq", 0, UINT64_MAX, false, &s->seq) < 0)
         return -EINVAL;
     d->info->seq = s->seq;
-    /* "applied" may be empty: a guest whose kernel has no preferred file applies nothing. */
     if (get_cpulist(d, "applied", false, &s->applied) < 0 ||
         get_str(d, "mode", sizeof(mode) - 1, false, mode) < 0)
         return -EINVAL;
     if (ch_mode_parse(mode, &s->mode) < 0)
         return refuse(d, CH_DEC_BAD_FIELD, "mode");
+    /* Only a guest that applies nothing (mode unsupported) has an empty set in force. */
+    if (ch_cpuset_empty(&s->applied) && s->mode != CH_MODE_UNSUPPORTED)
+        return refuse(d, CH_DEC_BAD_CPULIST, "applied");
     if (get_uint(d, "steal_pct_x100", 0, CH_STEAL_MAX, false, &steal) < 0)
         return -EINVAL;
     s->steal_pct_x100 = (uint32_t)steal;
@@ -338,6 +371,16 @@ int ch_decode(const char *line, size_t len, struct ch_msg *msg, struct ch_decode
         return refuse(&d, CH_DEC_NOT_OBJECT, NULL);
     d.obj = obj;
 
+    /* "type" first, so a receiver knows not to answer an error line, whatever its "v". */
+    const char *type = NULL;
+    if (json_object_object_get_ex(obj, "type", &f) && json_object_is_type(f, json_type_string) &&
+        strlen(json_object_get_string(f)) == (size_t)json_object_get_string_len(f)) {
+        type = json_object_get_string(f);
+        snprintf(d.info->type, sizeof(d.info->type), "%s", type);
+        if (!printable(d.info->type, strlen(d.info->type)))
+            d.info->type[0] = '\0';
+    }
+
     if (!json_object_object_get_ex(obj, "v", &f))
         return refuse(&d, CH_DEC_BAD_VERSION, "v");
     if (get_uint(&d, "v", 1, UINT64_MAX, false, &v) < 0)
@@ -345,21 +388,20 @@ int ch_decode(const char *line, size_t len, struct ch_msg *msg, struct ch_decode
     if (v > CH_PROTO_VERSION)
         return refuse(&d, CH_DEC_UNSUPPORTED_VERSION, "v");
     msg->v = (unsigned)v;
+    if (len >= ch_line_max(msg->v))
+        return refuse(&d, CH_DEC_TOO_LONG, NULL);
 
-    if (!json_object_object_get_ex(obj, "type", &f) || !json_object_is_type(f, json_type_string))
+    /* A NUL inside the string ("hint\u0000x") is not the type it starts with. */
+    if (!type)
         return refuse(&d, CH_DEC_BAD_TYPE, "type");
-    const char *type = json_object_get_string(f);
-    snprintf(d.info->type, sizeof(d.info->type), "%s", type);
-    if (!printable(d.info->type, strlen(d.info->type)))
-        d.info->type[0] = '\0';
 
     if (strcmp(type, "hello") == 0) {
         msg->type = CH_MSG_HELLO;
-        return decode_hello(&d, &msg->u.hello);
+        return decode_hello(&d, msg->v, &msg->u.hello);
     }
     if (strcmp(type, "hint") == 0) {
         msg->type = CH_MSG_HINT;
-        return decode_hint(&d, &msg->u.hint);
+        return decode_hint(&d, msg->v, &msg->u.hint);
     }
     if (strcmp(type, "status") == 0) {
         msg->type = CH_MSG_STATUS;
@@ -401,6 +443,14 @@ static int add_u64(json_object *o, const char *key, uint64_t v)
     return add(o, key, json_object_new_uint64(v));
 }
 
+static int add_session(json_object *o, uint64_t session)
+{
+    char text[CH_SESSION_LEN + 1];
+
+    ch_session_format(session, text);
+    return add(o, "session", json_object_new_string(text));
+}
+
 static bool valid_str(const char *s, size_t max, bool allow_empty)
 {
     size_t len = strnlen(s, max + 1);
@@ -423,8 +473,11 @@ static int encode_body(const struct ch_msg *m, json_object *o)
             return rc;
         if (h->max_v > 1 && (rc = add_u64(o, "max_v", h->max_v)))
             return rc;
-        if (h->role == CH_ROLE_HOST)
-            return 0;
+        if (h->role == CH_ROLE_HOST) {
+            if (!h->has_session)
+                return m->v >= 2 || h->max_v >= 2 ? -EINVAL : 0;
+            return add_session(o, h->session);
+        }
         if (ch_cpuset_empty(&h->online))
             return -EINVAL;
         if ((rc = add_cpulist(o, "online", &h->online)))
@@ -436,13 +489,20 @@ static int encode_body(const struct ch_msg *m, json_object *o)
             if ((rc = add_cpulist(o, "housekeeping", &h->housekeeping)))
                 return rc;
         }
+        if (!valid_str(h->reason, CH_REASON_MAX, true))
+            return -EINVAL;
+        if (h->reason[0] && (rc = add(o, "reason", json_object_new_string(h->reason))))
+            return rc;
         return add(o, "writable", json_object_new_boolean(h->writable));
     }
     case CH_MSG_HINT: {
         const struct ch_hint *h = &m->u.hint;
         if (h->seq == 0 || ch_cpuset_empty(&h->cpus) || h->lease_ms < CH_LEASE_MIN_MS ||
-            h->lease_ms > CH_LEASE_MAX_MS || !valid_str(h->reason, CH_REASON_MAX, true))
+            h->lease_ms > CH_LEASE_MAX_MS || !valid_str(h->reason, CH_REASON_MAX, true) ||
+            (m->v >= 2 && !h->has_session))
             return -EINVAL;
+        if (h->has_session && (rc = add_session(o, h->session)))
+            return rc;
         if ((rc = add_u64(o, "seq", h->seq)) || (rc = add_cpulist(o, "cpus", &h->cpus)) ||
             (rc = add_u64(o, "lease_ms", h->lease_ms)))
             return rc;
@@ -450,7 +510,8 @@ static int encode_body(const struct ch_msg *m, json_object *o)
     }
     case CH_MSG_STATUS: {
         const struct ch_status *s = &m->u.status;
-        if (s->steal_pct_x100 > CH_STEAL_MAX || (unsigned)s->mode > CH_MODE_UNSUPPORTED)
+        if (s->steal_pct_x100 > CH_STEAL_MAX || (unsigned)s->mode > CH_MODE_UNSUPPORTED ||
+            (ch_cpuset_empty(&s->applied) && s->mode != CH_MODE_UNSUPPORTED))
             return -EINVAL;
         if ((rc = add_u64(o, "seq", s->seq)) || (rc = add_cpulist(o, "applied", &s->applied)) ||
             (rc = add(o, "mode", json_object_new_string(ch_mode_name(s->mode)))))
@@ -480,9 +541,9 @@ int ch_encode(const struct ch_msg *m, char *buf, size_t size)
         buf[0] = '\0';
     if (!o)
         return -ENOMEM;
-    if ((unsigned)m->type > CH_MSG_ERROR)
+    if ((unsigned)m->type > CH_MSG_ERROR || m->v < 1 || m->v > CH_PROTO_VERSION)
         return -EINVAL;
-    if ((rc = add(o, "v", json_object_new_int(CH_PROTO_VERSION))) ||
+    if ((rc = add(o, "v", json_object_new_int((int)m->v))) ||
         (rc = add(o, "type", json_object_new_string(type_names[m->type]))) ||
         (rc = encode_body(m, o)))
         return rc;
@@ -492,12 +553,27 @@ int ch_encode(const struct ch_msg *m, char *buf, size_t size)
         o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
     if (!text)
         return -ENOMEM;
-    if (len + 1 > CH_LINE_MAX || len + 2 > size)
+    if (len + 1 > ch_line_max(m->v) || len + 2 > size)
         return -ENOSPC;
     memcpy(buf, text, len);
     buf[len] = '\n';
     buf[len + 1] = '\0';
     return (int)len + 1;
+}
+
+size_t ch_line_max(unsigned v)
+{
+    return v >= 2 ? CH_LINE_MAX : CH_LINE_MAX_V1;
+}
+
+unsigned ch_negotiate(unsigned peer_max_v)
+{
+    return peer_max_v < CH_PROTO_VERSION ? (peer_max_v ? peer_max_v : 1) : CH_PROTO_VERSION;
+}
+
+void ch_session_format(uint64_t session, char *out)
+{
+    snprintf(out, CH_SESSION_LEN + 1, "%016llx", (unsigned long long)session);
 }
 
 /* ---- constructors ------------------------------------------------------------------------ */
@@ -518,7 +594,7 @@ static void copy_str(char *dst, size_t cap, const char *src)
 void ch_msg_host_hello(struct ch_msg *m, const char *agent)
 {
     memset(m, 0, sizeof(*m));
-    m->v = CH_PROTO_VERSION;
+    m->v = 1; /* hellos are version 1: every peer reads them */
     m->type = CH_MSG_HELLO;
     m->u.hello.role = CH_ROLE_HOST;
     m->u.hello.max_v = CH_PROTO_VERSION;

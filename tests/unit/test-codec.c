@@ -8,7 +8,12 @@
 static const char *const accept[] = {
     "{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"corehint-hostd/0.1.0\"}",
     "{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"corehint-guestd/0.1.0\",\"online\":\"0-3\",\"writable\":true}",
-    "{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"x\",\"max_v\":3}",
+    "{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"x\",\"max_v\":3,\"session\":\"0123456789abcdef\"}",
+    "{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"x\",\"session\":\"ffffffffffffffff\"}",
+    "{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0-1\",\"writable\":false,\"reason\":\"busy\"}",
+    "{\"v\":2,\"type\":\"hint\",\"session\":\"0000000000000000\",\"seq\":1,\"cpus\":\"0\",\"lease_ms\":100}",
+    "{\"v\":1,\"type\":\"hint\",\"session\":\"00000000000000a1\",\"seq\":1,\"cpus\":\"0\",\"lease_ms\":100}",
+    "{\"v\":2,\"type\":\"status\",\"seq\":0,\"applied\":\"0\",\"mode\":\"fallback\",\"steal_pct_x100\":0}",
     "{\"v\":1,\"type\":\"hint\",\"seq\":1,\"cpus\":\"0-1\",\"lease_ms\":3000}",
     "{\"v\":1,\"type\":\"hint\",\"seq\":18446744073709551615,\"cpus\":\"0\",\"lease_ms\":100}",
     "{\"v\":1,\"type\":\"hint\",\"seq\":5,\"cpus\":\"0,2\",\"lease_ms\":600000,\"reason\":\"contended\"}",
@@ -45,7 +50,17 @@ static const struct {
     {"{\"v\":0,\"type\":\"hint\"}", CH_DEC_BAD_VERSION, "v", 0},
     {"{\"v\":-1,\"type\":\"hint\"}", CH_DEC_BAD_VERSION, "v", 0},
     {"{\"v\":1.0,\"type\":\"hint\"}", CH_DEC_BAD_VERSION, "v", 0},
-    {"{\"v\":2,\"type\":\"hint\"}", CH_DEC_UNSUPPORTED_VERSION, "v", 0},
+    {"{\"v\":3,\"type\":\"hint\"}", CH_DEC_UNSUPPORTED_VERSION, "v", 0},
+    {"{\"v\":1,\"type\":\"hint\\u0000x\",\"seq\":1,\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_BAD_TYPE, "type", 0},
+    {"{\"v\":2,\"type\":\"hint\",\"seq\":4,\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_MISSING_FIELD, "session", 4},
+    {"{\"v\":2,\"type\":\"hint\",\"session\":\"0123456789ABCDEF\",\"seq\":4,\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_BAD_FIELD, "session", 4},
+    {"{\"v\":2,\"type\":\"hint\",\"session\":\"0123456789abcde\",\"seq\":4,\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_BAD_FIELD, "session", 4},
+    {"{\"v\":2,\"type\":\"hint\",\"session\":12,\"seq\":4,\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_BAD_FIELD, "session", 4},
+    {"{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"x\",\"max_v\":2}", CH_DEC_MISSING_FIELD, "session", 0},
+    {"{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"x\",\"session\":\"0x23456789abcdef\"}", CH_DEC_BAD_FIELD, "session", 0},
+    {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0\",\"writable\":false,\"reason\":\"\"}", CH_DEC_BAD_FIELD, "reason", 0},
+    {"{\"v\":1,\"type\":\"status\",\"seq\":2,\"applied\":\"\",\"mode\":\"host\",\"steal_pct_x100\":0}", CH_DEC_BAD_CPULIST, "applied", 2},
+    {"{\"v\":1,\"type\":\"status\",\"seq\":2,\"applied\":\"\",\"mode\":\"fallback\",\"steal_pct_x100\":0}", CH_DEC_BAD_CPULIST, "applied", 2},
     {"{\"v\":1}", CH_DEC_BAD_TYPE, "type", 0},
     {"{\"v\":1,\"type\":7}", CH_DEC_BAD_TYPE, "type", 0},
     {"{\"v\":1,\"type\":\"reboot\",\"seq\":9}", CH_DEC_UNKNOWN_TYPE, "type", 9},
@@ -148,24 +163,76 @@ TEST(decoded_fields)
     CHECK_STR(m.u.hint.reason, "");
 }
 
-TEST(line_length_limit)
+/* The longest line a message of version v may be: max - 1 bytes before the '\n'. */
+static void check_line_limit(const char *head, size_t max)
 {
     static char line[CH_LINE_MAX + 8];
     struct ch_msg m;
     struct ch_decode_info info;
-    const char *head = "{\"v\":1,\"type\":\"hint\",\"seq\":1,\"cpus\":\"0\",\"lease_ms\":100,\"pad\":\"";
+    size_t len = max - 1;
 
-    /* Longest acceptable line: CH_LINE_MAX - 1 bytes before the '\n'. */
-    size_t len = CH_LINE_MAX - 1;
     memset(line, 'a', len);
     memcpy(line, head, strlen(head));
     memcpy(line + len - 2, "\"}", 2);
     CHECK_INT(ch_decode(line, len, &m, &info), 0);
-    line[len - 3] = 'a';
+    line[len - 2] = 'a'; /* the closing quote moves one byte right */
     memcpy(line + len - 1, "\"}", 2);
     CHECK_INT(ch_decode(line, len + 1, &m, &info), -EINVAL);
     CHECK_INT(info.err, CH_DEC_TOO_LONG);
     CHECK_STR(ch_decode_err_code(info.err), "line-too-long");
+}
+
+TEST(line_length_limit)
+{
+    check_line_limit("{\"v\":1,\"type\":\"hint\",\"seq\":1,\"cpus\":\"0\",\"lease_ms\":100,\"pad\":\"",
+                     CH_LINE_MAX_V1);
+    check_line_limit("{\"v\":2,\"type\":\"hint\",\"session\":\"0000000000000001\",\"seq\":1,"
+                     "\"cpus\":\"0\",\"lease_ms\":100,\"pad\":\"",
+                     CH_LINE_MAX);
+    CHECK_INT(ch_line_max(1), CH_LINE_MAX_V1);
+    CHECK_INT(ch_line_max(2), CH_LINE_MAX);
+}
+
+/* PROTOCOL.md 2: the longest canonical cpulist (ids below 8192, two of every three) fits in a
+ * version 2 hint, and not in a version 1 one. */
+TEST(longest_cpulist_fits_a_v2_line)
+{
+    static char buf[CH_LINE_MAX + 1], list[CH_CPULIST_MAX_LEN];
+    struct ch_msg m, out;
+    ch_cpuset set;
+
+    ch_cpuset_zero(&set);
+    for (unsigned c = 0; c < CH_CPU_MAX; c++)
+        if (c % 3 != 2)
+            ch_cpuset_set(&set, c);
+    CHECK_INT(ch_cpulist_format(&set, list, sizeof(list)), 26568);
+    ch_msg_hint(&m, UINT64_MAX, &set, CH_LEASE_MAX_MS, "0123456789012345678901234567890123456789");
+    m.u.hint.session = UINT64_MAX;
+    m.u.hint.has_session = true;
+    int len = ch_encode(&m, buf, sizeof(buf));
+    CHECK(len > 26568 && (size_t)len <= CH_LINE_MAX);
+    CHECK_INT(ch_decode(buf, (size_t)len - 1, &out, NULL), 0);
+    CHECK(ch_cpuset_equal(&out.u.hint.cpus, &set));
+    m.v = 1;
+    CHECK_INT(ch_encode(&m, buf, sizeof(buf)), -ENOSPC);
+}
+
+/* An error line is never answered, whatever else is wrong with it: the receiver must be able
+ * to tell its type even when "v" is bad. */
+TEST(error_type_known_despite_bad_version)
+{
+    static const char *const lines[] = {
+        "{\"v\":0,\"type\":\"error\",\"seq\":1,\"code\":\"x\",\"message\":\"m\"}",
+        "{\"type\":\"error\"}",
+        "{\"v\":99,\"type\":\"error\"}",
+        "{\"v\":\"1\",\"type\":\"error\"}",
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(lines); i++) {
+        struct ch_msg m;
+        struct ch_decode_info info;
+        CHECK_INT(ch_decode(lines[i], strlen(lines[i]), &m, &info), -EINVAL);
+        CHECK_STR(info.type, "error");
+    }
 }
 
 TEST(embedded_nul_refused)
@@ -186,8 +253,12 @@ TEST(encode_round_trips)
 
     ch_cpulist_parse("0-2,7", 5, &set);
     ch_msg_host_hello(&in[0], "corehint-hostd/0.1.0");
+    in[0].u.hello.session = 0x5f0c1d9e2a7b4c03ull;
+    in[0].u.hello.has_session = true;
     ch_msg_guest_hello(&in[1], "corehint-guestd/0.1.0", &set, true);
     ch_msg_hint(&in[2], 42, &set, 3000, "contention");
+    in[2].u.hint.session = 0x5f0c1d9e2a7b4c03ull;
+    in[2].u.hint.has_session = true;
     ch_msg_status(&in[3], 42, &set, CH_MODE_FALLBACK, 250);
     ch_msg_error(&in[4], 42, "not-online", "cpu \"7\" is not online / gone");
     ch_msg_guest_hello(&in[5], "corehint-guestd/0.1.0", &set, true);
@@ -204,11 +275,20 @@ TEST(encode_round_trips)
         CHECK_INT(ch_encode(&out, again, sizeof(again)), len);
         CHECK_STR(again, buf);
     }
+    ch_encode(&in[0], buf, sizeof(buf));
+    CHECK_STR(buf, "{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"corehint-hostd/0.1.0\","
+                   "\"max_v\":2,\"session\":\"5f0c1d9e2a7b4c03\"}\n");
+    ch_encode(&in[2], buf, sizeof(buf));
+    CHECK_STR(buf, "{\"v\":2,\"type\":\"hint\",\"session\":\"5f0c1d9e2a7b4c03\",\"seq\":42,"
+                   "\"cpus\":\"0-2,7\",\"lease_ms\":3000,\"reason\":\"contention\"}\n");
+    /* To a version 1 guest: the same hint in version 1 (session an extension it ignores). */
+    in[2].v = 1;
+    in[2].u.hint.has_session = false;
     ch_encode(&in[2], buf, sizeof(buf));
     CHECK_STR(buf, "{\"v\":1,\"type\":\"hint\",\"seq\":42,\"cpus\":\"0-2,7\",\"lease_ms\":3000,"
                    "\"reason\":\"contention\"}\n");
     ch_encode(&in[3], buf, sizeof(buf));
-    CHECK_STR(buf, "{\"v\":1,\"type\":\"status\",\"seq\":42,\"applied\":\"0-2,7\",\"mode\":\"fallback\","
+    CHECK_STR(buf, "{\"v\":2,\"type\":\"status\",\"seq\":42,\"applied\":\"0-2,7\",\"mode\":\"fallback\","
                    "\"steal_pct_x100\":250}\n");
 }
 
@@ -234,14 +314,28 @@ TEST(encode_refuses_invalid)
     CHECK_INT(ch_encode(&m, buf, sizeof(buf)), -EINVAL);
     ch_msg_status(&m, 1, &set, CH_MODE_HOST, 10001);
     CHECK_INT(ch_encode(&m, buf, sizeof(buf)), -EINVAL);
+    ch_msg_status(&m, 1, &empty, CH_MODE_HOST, 0); /* only "unsupported" applies nothing */
+    CHECK_INT(ch_encode(&m, buf, sizeof(buf)), -EINVAL);
+    ch_msg_status(&m, 1, &empty, CH_MODE_UNSUPPORTED, 0);
+    CHECK(ch_encode(&m, buf, sizeof(buf)) > 0);
+    ch_msg_hint(&m, 1, &set, 1000, NULL); /* version 2 without a session */
+    CHECK_INT(ch_encode(&m, buf, sizeof(buf)), -EINVAL);
+    ch_msg_host_hello(&m, "h"); /* announces max_v 2: must open a session */
+    CHECK_INT(ch_encode(&m, buf, sizeof(buf)), -EINVAL);
+    m.u.hello.max_v = 1;
+    CHECK(ch_encode(&m, buf, sizeof(buf)) > 0);
     ch_msg_hint(&m, 1, &set, 1000, NULL);
+    m.v = 3;
+    CHECK_INT(ch_encode(&m, buf, sizeof(buf)), -EINVAL);
+    m.v = 1;
     CHECK_INT(ch_encode(&m, buf, 8), -ENOSPC);
     CHECK_STR(buf, "");
-    /* A cpulist too long for one line. */
+    /* A cpulist too long for a version 1 line. */
     ch_cpuset_zero(&set);
     for (unsigned c = 0; c < CH_CPU_MAX; c += 2)
         ch_cpuset_set(&set, c);
     ch_msg_hint(&m, 1, &set, 1000, NULL);
+    m.v = 1;
     CHECK_INT(ch_encode(&m, buf, sizeof(buf)), -ENOSPC);
 }
 

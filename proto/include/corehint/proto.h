@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * corehint protocol v1: messages, their encoding and their validation.  PROTOCOL.md is the
- * normative description; this header follows it field for field.
+ * corehint protocol (version 2, reading version 1): messages, their encoding and their
+ * validation.  PROTOCOL.md is the normative description; this header follows it field for field.
  */
 #ifndef COREHINT_PROTO_H
 #define COREHINT_PROTO_H
@@ -12,10 +12,13 @@
 
 #include "corehint/cpulist.h"
 
-#define CH_PROTO_VERSION 1
+#define CH_PROTO_VERSION 2
 #define CH_PORT_NAME "org.corehint.0"
-/* One line on the wire, including its terminating '\n'. */
-#define CH_LINE_MAX 4096u
+/* One line on the wire, including its terminating '\n': what a receiver accepts and a version 2
+ * line may hold.  A version 1 line (every hello among them) holds at most CH_LINE_MAX_V1. */
+#define CH_LINE_MAX 32768u
+#define CH_LINE_MAX_V1 4096u
+#define CH_SESSION_LEN 16u   /* lowercase hex digits of a session id */
 #define CH_LEASE_MIN_MS 100u
 #define CH_LEASE_MAX_MS 600000u
 #define CH_AGENT_MAX 64u     /* bytes of "agent", NUL excluded */
@@ -46,9 +49,13 @@ struct ch_hello {
     enum ch_role role;
     char agent[CH_AGENT_MAX + 1];
     unsigned max_v;      /* highest version the sender speaks; 1 when absent */
+    /* host only: the session this hello opens (optional in a version 1 host's hello) */
+    uint64_t session;
+    bool has_session;
     /* guest only */
     ch_cpuset online;
     bool writable;
+    char reason[CH_REASON_MAX + 1]; /* optional: why writable is false, "" when absent */
     /* The guest's housekeeping CPUs (online, not isolated): a preferred set must hold one.
      * Optional: when absent (has_housekeeping false) the host assumes the lowest online CPU. */
     ch_cpuset housekeeping;
@@ -56,6 +63,8 @@ struct ch_hello {
 };
 
 struct ch_hint {
+    uint64_t session; /* required in version 2, optional in version 1 */
+    bool has_session;
     uint64_t seq;
     ch_cpuset cpus;
     uint32_t lease_ms;
@@ -122,13 +131,22 @@ int ch_mode_parse(const char *name, enum ch_mode *out);
 int ch_decode(const char *line, size_t len, struct ch_msg *msg, struct ch_decode_info *info);
 
 /*
- * Encode msg as one line, '\n' included, NUL-terminated.  Returns the length written (without
- * the NUL), -EINVAL when msg breaks a rule of the protocol (seq 0 in a hint, empty cpus, lease
- * out of range, ...), or -ENOSPC when it does not fit in size bytes or in CH_LINE_MAX.
+ * Encode msg as one line of version msg->v, '\n' included, NUL-terminated.  Returns the length
+ * written (without the NUL), -EINVAL when msg breaks a rule of the protocol (seq 0 in a hint,
+ * empty cpus, lease out of range, a version 2 hint without session, ...), or -ENOSPC when it
+ * does not fit in size bytes or in its version's line limit (ch_line_max()).
  */
 int ch_encode(const struct ch_msg *msg, char *buf, size_t size);
 
-/* Convenience constructors; strings are truncated to their field's limit. */
+/* The longest line, '\n' included, a message of version v may be written as. */
+size_t ch_line_max(unsigned v);
+/* The version two peers write after both hellos: min(ours, theirs). */
+unsigned ch_negotiate(unsigned peer_max_v);
+/* A session id as its 16 lowercase hex digits; out holds CH_SESSION_LEN + 1 bytes. */
+void ch_session_format(uint64_t session, char *out);
+
+/* Convenience constructors; strings are truncated to their field's limit.  Hellos are version
+ * 1 (every peer reads them), the rest CH_PROTO_VERSION: set m->v to the negotiated version. */
 void ch_msg_host_hello(struct ch_msg *m, const char *agent);
 void ch_msg_guest_hello(struct ch_msg *m, const char *agent, const ch_cpuset *online, bool writable);
 void ch_msg_hint(struct ch_msg *m, uint64_t seq, const ch_cpuset *cpus, uint32_t lease_ms,

@@ -48,6 +48,7 @@ class Tree:
         self.root = tempfile.mkdtemp(prefix="guestd-test-", dir=base)
         self.sys = os.path.join(self.root, "sys")
         self.proc = os.path.join(self.root, "proc")
+        self.state = os.path.join(self.root, "run")  # --state-dir: never the real /run
         self.cpu = os.path.join(self.sys, "devices/system/cpu")
         os.makedirs(self.cpu)
         os.makedirs(self.proc)
@@ -189,7 +190,8 @@ class Daemon:
         self.log_path = os.path.join(tree.root, log_name)
         self.log = open(self.log_path, "w")
         cmd = [wrap, binary, "--sysfs-root", tree.sys, "--proc-root", tree.proc,
-               "--config", os.path.join(tree.root, "none.conf"), "-v"] + args
+               "--state-dir", tree.state, "--config", os.path.join(tree.root, "none.conf"),
+               "-v"] + args
         # none.conf does not exist: explicit --config of a missing file is an error, so create it.
         open(os.path.join(tree.root, "none.conf"), "a").close()
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log,

@@ -98,8 +98,10 @@ def invalid_hints(tree, host, d):
         ({"v": 1, "type": "hint", "seq": 9, "cpus": "", "lease_ms": 1000}, 9, "bad-cpulist"),
         ({"v": 1, "type": "hint", "seq": 10, "cpus": "0"}, 10, "missing-field"),
         ({"v": 1, "type": "hint", "seq": 11, "cpus": "0", "lease_ms": 5}, 11, "bad-field"),
-        ({"v": 2, "type": "hint", "seq": 12, "cpus": "0", "lease_ms": 1000}, 0,
+        ({"v": 3, "type": "hint", "seq": 12, "cpus": "0", "lease_ms": 1000}, 0,
          "unsupported-version"),
+        ({"v": 1, "type": "hint", "session": "0000000000000001", "seq": 12, "cpus": "0",
+          "lease_ms": 1000}, 12, "unknown-session"),
         ({"v": 1, "type": "frobnicate", "seq": 13}, 13, "unknown-type"),
         ([1, 2], 0, "not-object"),
     ]
@@ -112,12 +114,20 @@ def invalid_hints(tree, host, d):
     host.send_raw(b"{not json\n")
     e = host.expect(type="error")
     check(e["code"] == "bad-json" and e["seq"] == 0, "bad-json: %s" % e)
-    host.send_raw(b'{"v":1,"type":"hint","seq":14,"pad":"' + b"x" * 5000 + b'"}\n')
+    host.send_raw(b'{"v":2,"type":"hint","seq":14,"pad":"' + b"x" * 33000 + b'"}\n')
     e = host.expect(type="error")
     check(e["code"] == "line-too-long" and e["seq"] == 0, "oversized line refused: %s" % e)
-    # An error from the host is never answered; the daemon still works afterwards.
+    host.send_raw(b'{"v":1,"type":"hint","seq":14,"pad":"' + b"x" * 5000 + b'"}\n')
+    e = host.expect(type="error")
+    check(e["code"] == "line-too-long" and e["seq"] == 0, "version 1 line over 4096: %s" % e)
+    host.send_raw(b'{"v":1,"type":"hint\\u0000x","seq":15,"cpus":"0","lease_ms":1000}\n')
+    e = host.expect(type="error")
+    check(e["code"] == "bad-type", "type with an embedded NUL is not a hint: %s" % e)
+    # An error from the host is never answered, even with a bad "v"; the daemon still works.
     host.send({"v": 1, "type": "error", "seq": 0, "code": "x", "message": "m"})
     host.send_raw(b'{"v":1,"type":"error"}\n')
+    host.send_raw(b'{"v":0,"type":"error"}\n')
+    host.send_raw(b'{"type":"error","seq":3}\n')
     host.hint(20, "0-2")
     m = host.recv()
     check(m["type"] == "status" and m["seq"] == 20, "no reply to errors; next hint applies: %s" % m)
@@ -153,30 +163,111 @@ def lease_expiry_and_return(tree, host, d):
         time.sleep(0.1)  # pacing of the host's hints, not synchronisation
 
 
+def hello(session=None, max_v=2):
+    m = {"v": 1, "type": "hello", "role": "host", "agent": "test-host/2", "max_v": max_v}
+    if session is not None:
+        m["session"] = session
+    elif max_v == 1:
+        del m["max_v"]
+    return m
+
+
+def hint2(host, session, seq, cpus, lease_ms=5000):
+    host.send({"v": 2, "type": "hint", "session": session, "seq": seq, "cpus": cpus,
+               "lease_ms": lease_ms})
+
+
+A, B = "5f0c1d9e2a7b4c03", "a41e93007c2d5b18"
+
+
 @case(args=["--interval-ms", "100"])
 def reconnect(tree, host, d):
+    """The socket closes and opens again: the guest says hello, the lease survives, and the
+    watermark starts again with the host's session."""
     host.expect(type="status")
-    host.hint(7, "0-1")
+    host.send(hello(A))
+    host.expect(type="hello")
+    hint2(host, A, 7, "0-1")
     host.expect(type="status", seq=7)
     host.close(listener_too=True)  # the host agent goes away, socket file included
     time.sleep(0.3)                # let the daemon fail a few reconnects (that is the test)
     host.listen()
     host.accept(timeout=10)
     m = host.recv()
-    check(m["type"] == "hello", "hello again after reconnect: %s" % m)
+    check(m["type"] == "hello" and m.get("max_v") == 2, "hello again after reconnect: %s" % m)
     s = host.expect(type="status")
     check(s["seq"] == 0 and s["mode"] == "host" and s["applied"] == "0-1",
           "the lease survives a reconnect, seq watermark reset: %s" % s)
-    host.hint(1, "0-2")  # a restarted host starts from seq 1 again
-    host.expect(type="status", seq=1, applied="0-2")
-    # The host answers the guest hello with its own; the guest answers it once.
-    host.send({"v": 1, "type": "hello", "role": "host", "agent": "test-host/1"})
+    # A host arrival forgets the session: a hint before the new host's hello names a session
+    # the guest does not hold.
+    hint2(host, B, 1, "0-2")
+    e = host.expect(type="error")
+    check(e["code"] == "unknown-session" and e["seq"] == 1, "hint before hello refused: %s" % e)
+    host.send(hello(B))
     host.expect(type="hello")
-    host.expect(type="status", seq=1)
-    host.send({"v": 1, "type": "hello", "role": "host", "agent": "test-host/1"})
-    host.hint(2, "0-3")
+    hint2(host, B, 1, "0-2")
+    host.expect(type="status", seq=1, applied="0-2")
+
+
+@case(args=["--interval-ms", "100"])
+def session_restart_same_connection(tree, host, d):
+    """A host restarted so fast that the guest never saw the connection drop (a virtio port
+    shows the host's close only to a guest reading while it is away): its hello, with a new
+    session on the same byte stream, resets the watermark and its first hint applies at once."""
+    host.expect(type="status")
+    host.send(hello(A))
+    h = host.expect(type="hello")
+    check(h.get("max_v") == 2, "the guest speaks version 2: %s" % h)
+    host.expect(type="status")
+    for seq in range(100, 105):
+        hint2(host, A, seq, "0-1")
+        s = host.expect(type="status", seq=seq)
+        check(s["v"] == 2, "status written in version 2 after both hellos: %s" % s)
+    # The same session again: nothing to answer (hellos cannot ping-pong).
+    host.send(hello(A))
+    hint2(host, A, 105, "0")
     m = host.recv()
-    check(m["type"] == "status" and m["seq"] == 2, "second host hello not answered: %s" % m)
+    check(m["type"] == "status" and m["seq"] == 105, "same-session hello not answered: %s" % m)
+    t0 = time.monotonic()
+    host.send(hello(B))
+    h = host.expect(type="hello")
+    s = host.expect(type="status")
+    check(s["seq"] == 0, "new session: watermark 0 in the status answering its hello: %s" % s)
+    hint2(host, B, 1, "0-2")
+    s = host.expect(type="status", seq=1)
+    took = time.monotonic() - t0
+    check(s["applied"] == "0-2" and tree.preferred() == "0-2\n",
+          "the new session's seq 1 applied at once (%.0f ms): %s" % (took * 1000, s))
+    # The old session's hints are refused by name, not as stale-seq, and change nothing.
+    hint2(host, A, 106, "0")
+    e = host.expect(type="error")
+    check(e["code"] == "unknown-session" and e["seq"] == 106, "old session refused: %s" % e)
+    check(tree.preferred() == "0-2\n", "old session's hint did not apply")
+    # A version 2 hint must carry a session.
+    host.send({"v": 2, "type": "hint", "seq": 2, "cpus": "0", "lease_ms": 1000})
+    e = host.expect(type="error")
+    check(e["code"] == "missing-field" and e["seq"] == 2, "v2 hint without session: %s" % e)
+
+
+@case(args=["--interval-ms", "100"])
+def session_v1_host(tree, host, d):
+    """A version 1 host (no session, no max_v) keeps working: its hello resets the watermark,
+    is answered once per arrival, and its version 1 hints apply."""
+    host.expect(type="status")
+    host.send(hello(max_v=1))
+    host.expect(type="hello")
+    s = host.expect(type="status")
+    check(s["v"] == 1, "a version 1 host is written to in version 1: %s" % s)
+    host.hint(7, "0-1")
+    host.expect(type="status", seq=7, applied="0-1")
+    host.send(hello(max_v=1))   # a restarted version 1 host on the same stream
+    host.hint(1, "0-2")
+    m = host.recv()
+    check(m["type"] == "status" and m["seq"] == 1 and m["applied"] == "0-2",
+          "sessionless hello: watermark reset, not answered twice: %s" % m)
+    host.hint(1, "0")
+    e = host.expect(type="error")
+    check(e["code"] == "stale-seq", "seq still increasing within it: %s" % e)
 
 
 @plain
@@ -417,6 +508,107 @@ def kernel_fallback():
         d.stop()
         host.close(listener_too=True)
         tree.cleanup()
+
+
+def fake_modprobe(tree):
+    log = os.path.join(tree.root, "modprobe.log")
+    fake = os.path.join(tree.root, "modprobe")
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\necho \"$@\" >> %s\n"
+                "if [ \"$1\" = -r ]; then rmdir %s/module/steal_governor\n"
+                "else mkdir -p %s/module/steal_governor; fi\n" % (log, tree.sys, tree.sys))
+    os.chmod(fake, 0o755)
+    return fake, log
+
+
+def unloads(log):
+    if not os.path.exists(log):
+        return 0
+    with open(log) as f:
+        return sum(1 for line in f if line.startswith("-r"))
+
+
+@plain
+def module_ownership():
+    """guestd unloads steal_governor only when a guestd loaded it: not when an operator did
+    (then hints are refused as busy and the hello says why), and yes after a crash (the note
+    under --state-dir survives the process; --restore and the next guestd honour it)."""
+    tree = Tree()
+    fake, log = fake_modprobe(tree)
+    mod = os.path.join(tree.sys, "module/steal_governor")
+    os.makedirs(mod)   # loaded by the operator
+    host = Host(os.path.join(tree.root, "port.sock"))
+    d = Daemon(tree, ["--port", host.path, "--fallback", "kernel", "--modprobe", fake,
+                      "--interval-ms", "200"])
+    try:
+        host.accept()
+        h = host.expect(type="hello")
+        check(h["writable"] is False and h.get("reason", "").startswith("busy"),
+              "hello: not writable, busy: %s" % h)
+        host.hint(1, "0-1")
+        e = host.expect(type="error", seq=1)
+        check(e["code"] == "busy", "hint refused as busy, not write-failed: %s" % e)
+        check(os.path.isdir(mod), "the operator's module stays loaded")
+        # The operator unloads it: within a tick the guest says hints can be applied.
+        os.rmdir(mod)
+        h = host.expect(type="hello", timeout=3)
+        check(h["writable"] is True and "reason" not in h, "writable again: %s" % h)
+        host.hint(2, "0-1")
+        host.expect(type="status", seq=2, applied="0-1")
+        os.makedirs(mod)   # and loads it again
+        host.expect(type="hello", writable=False, timeout=3)
+        d.signal(signal.SIGTERM)
+        check(d.wait() == 0, "clean exit")
+        r = guestd("--restore", "--sysfs-root", tree.sys, "--proc-root", tree.proc,
+                   "--state-dir", tree.state, "--modprobe", fake)
+        check(r.returncode == 0, "--restore exits 0: %s" % r.stderr)
+        check(os.path.isdir(mod) and unloads(log) == 0,
+              "neither guestd nor --restore unloaded the operator's module")
+        check(d.log_text().count("cannot write the preferred set") <= 1,
+              "a tick-time write error is logged once per reason")
+    finally:
+        d.stop()
+        host.close(listener_too=True)
+    os.rmdir(mod)
+    # guestd loads it, then dies by SIGKILL: the module is still loaded, and ours.
+    host = Host(os.path.join(tree.root, "port.sock"))
+    d = Daemon(tree, ["--port", host.path, "--fallback", "kernel", "--modprobe", fake,
+                      "--interval-ms", "200"], log_name="guestd2.log")
+    try:
+        host.accept()
+        wait_for(lambda: os.path.isdir(mod), 5, "guestd loaded steal_governor (no lease yet)")
+        marker = os.path.join(tree.state, "steal_governor.loaded")
+        check(os.path.exists(marker), "the load is noted in the state dir")
+        d.signal(signal.SIGKILL)
+        d.wait()
+    finally:
+        d.stop()
+        host.close(listener_too=True)
+    # The next guestd takes it over and unloads it before applying a hint.
+    host = Host(os.path.join(tree.root, "port.sock"))
+    d = Daemon(tree, ["--port", host.path, "--fallback", "kernel", "--modprobe", fake,
+                      "--interval-ms", "200"], log_name="guestd3.log")
+    try:
+        host.accept()
+        h = host.expect(type="hello")
+        check(h["writable"] is True, "an earlier guestd's module does not make us busy: %s" % h)
+        host.hint(1, "0-2")
+        host.expect(type="status", seq=1, applied="0-2")
+        check(not os.path.isdir(mod) and unloads(log) == 1, "unloaded before the hint applied")
+        host.expect(type="status", mode="fallback", timeout=10)  # lease 5 s: loaded again
+        wait_for(lambda: os.path.isdir(mod), 5, "loaded again on lease expiry")
+        d.signal(signal.SIGKILL)
+        d.wait()
+    finally:
+        d.stop()
+        host.close(listener_too=True)
+    # ExecStopPost after the crash: --restore unloads what a guestd loaded.
+    r = guestd("--restore", "--sysfs-root", tree.sys, "--proc-root", tree.proc,
+               "--state-dir", tree.state, "--modprobe", fake)
+    check(r.returncode == 0, "--restore exits 0: %s" % r.stderr)
+    check(not os.path.isdir(mod) and unloads(log) == 2, "--restore unloaded guestd's module")
+    check(not os.path.exists(os.path.join(tree.state, "steal_governor.loaded")), "note removed")
+    tree.cleanup()
 
 
 @plain
