@@ -255,8 +255,9 @@ traces = importlib.import_module("make-traces")
 
 class FakeGuest:
     """Listens on path like qemu's chardev (one client at a time) and records every line.
-    behave: "good" answers hellos and acks hints; "hostile" floods garbage and 1 MiB lines
-    and never reads; "silent" accepts and says nothing; "unknown" sends an unknown type."""
+    behave: "good" answers hellos and acks hints; "good2" the same speaking protocol version 2;
+    "hostile" floods garbage and 1 MiB lines and never reads; "silent" accepts and says
+    nothing; "unknown" sends an unknown type."""
 
     def __init__(self, path, behave="good", online="0-1"):
         self.path, self.behave, self.online = path, behave, online
@@ -276,8 +277,13 @@ class FakeGuest:
     def send(self, c, obj):
         c.sendall((json.dumps(obj) + "\n").encode())
 
+    def say(self, obj):
+        """Send obj on the current connection (from the test's thread)."""
+        self.send(self.conn, obj)
+
     def serve(self, c):
         n = self.conns
+        self.conn = c
         if self.behave == "hostile":
             # garbage, oversized lines, then silence; never reads what the host sends
             for i in range(200):
@@ -288,9 +294,12 @@ class FakeGuest:
             while not self.stop:
                 time.sleep(0.05)
             return
-        if self.behave == "good":
-            self.send(c, {"v": 1, "type": "hello", "role": "guest", "agent": "fake/1",
-                          "online": self.online, "writable": True})
+        if self.behave in ("good", "good2"):
+            hello = {"v": 1, "type": "hello", "role": "guest", "agent": "fake/1",
+                     "online": self.online, "writable": True}
+            if self.behave == "good2":
+                hello["max_v"] = 2
+            self.send(c, hello)
         if self.behave == "unknown":
             for _ in range(5):
                 c.sendall(b'{"v":1,"type":"bogus"}\n')
@@ -329,7 +338,7 @@ class FakeGuest:
                     self.lines.append((time.monotonic(), msg, n))
                 if msg.get("type") == "hint":
                     hints += 1
-                    if self.behave in ("good", "flood") and not self.paused.is_set():
+                    if self.behave in ("good", "good2", "flood") and not self.paused.is_set():
                         self.send(c, {"v": 1, "type": "status", "seq": msg["seq"],
                                       "applied": msg["cpus"], "mode": "host",
                                       "steal_pct_x100": 0})
@@ -599,6 +608,47 @@ def channel_reconnects():
         check(dom_status(d.status(), "vm")["channel"]["connects"] >= 2, "connects counted")
 
     with_delivery(["vm", "other"], {"other": None}, iv, body)
+
+
+@case
+def channel_sessions():
+    """PROTOCOL.md 4.1: one random session per hostd process, in every hello and (version 2)
+    every hint; every guest hello answered; an unknown-session error answered with a hello."""
+    iv = 200 if SLOW == 1 else 1000
+    sessions = []
+
+    def body(d):
+        g2, g1 = d.guests["vm"], d.guests["old"]
+        wait_for(lambda: len(g2.msgs("hint")) >= 3 and len(g1.msgs("hint")) >= 3, 30,
+                 "hints to both guests")
+        sess = d.status()["daemon"]["session"]
+        check(re.fullmatch(r"[0-9a-f]{16}", sess), "daemon.session is 16 hex digits: %s" % sess)
+        sessions.append(sess)
+        h = g2.msgs("hello")[0][1]
+        check(h["role"] == "host" and h["max_v"] == 2 and h["session"] == sess, h)
+        hints = [m for _, m, _ in g2.msgs("hint")]
+        check(hints[-1]["v"] == 2 and hints[-1]["session"] == sess,
+              "hints to a version 2 guest: v 2, with the session: %s" % hints[-1])
+        old = [m for _, m, _ in g1.msgs("hint")]
+        check(old[-1]["v"] == 1, "hints to a version 1 guest stay version 1: %s" % old[-1])
+        check(dom_status(d.status(), "vm")["channel"]["version"] == 2, "/status: version 2")
+        # A guestd restarted behind the open connection says hello again: answered.
+        n = len(g2.msgs("hello"))
+        g2.say({"v": 1, "type": "hello", "role": "guest", "agent": "fake/1", "max_v": 2,
+                "online": "0-1", "writable": True})
+        wait_for(lambda: len(g2.msgs("hello")) > n, 5, "a hello answering the second guest hello")
+        # The guest did not hear that hello: hostd says it again.
+        n = len(g2.msgs("hello"))
+        last = g2.msgs("hint")[-1][1]["seq"]
+        g2.say({"v": 2, "type": "error", "seq": last, "code": "unknown-session",
+                "message": "session is not the current one"})
+        wait_for(lambda: len(g2.msgs("hello")) > n, 5, "a hello answering unknown-session")
+        check(len(g2.msgs("hello")) == n + 1, "one hello per refused hint")
+
+    with_delivery(["vm", "old"], {"vm": "good2", "old": "good"}, iv, body)
+    with_delivery(["vm"], {"vm": "good2"}, iv,
+                  lambda d: sessions.append(d.status()["daemon"]["session"]))
+    check(sessions[0] != sessions[1], "a restarted hostd is a new session: %s" % sessions)
 
 
 @case
