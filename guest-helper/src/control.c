@@ -38,6 +38,8 @@ struct control {
     ch_cpuset applied;  /* the preferred set in force, as read back */
     ch_cpuset host_set; /* the last applied hint's cpus, re-clipped on hotplug */
     uint64_t last_seq;  /* watermark in this session; reset with every new session */
+    struct ch_hint waiting; /* a hint waiting for modprobe -r to free the preferred file */
+    bool has_waiting;
     uint32_t steal;     /* steal_pct_x100 over the last interval */
     bool hello_answered; /* a sessionless (version 1) host hello was answered since arrival */
     bool has_session;    /* the host's hello named a session, which is current */
@@ -239,8 +241,16 @@ static void apply_hint(struct control *c, const struct ch_hint *h)
         return;
     }
     bool was_fallback = c->mode == CH_MODE_FALLBACK && c->fb.active;
-    if (was_fallback)
-        fallback_leave(&c->fb); /* the kernel governor must let go of the file first */
+    /* The kernel governor must let go of the file first: modprobe -r runs in the background
+     * and the hint waits for it (a newer hint takes its place). */
+    if ((was_fallback && fallback_leave(&c->fb) == -EINPROGRESS) || fallback_busy(&c->fb)) {
+        if (c->has_waiting && c->waiting.seq != h->seq)
+            log_msg(LOG_LVL_DEBUG, "hint seq %" PRIu64 " replaced while waiting for modprobe",
+                    c->waiting.seq);
+        c->waiting = *h;
+        c->has_waiting = true;
+        return;
+    }
     int rc = sysfs_write_preferred(&c->sys, &h->cpus);
     if (rc < 0) {
         snprintf(msg, sizeof(msg), "writing %.160s: %s", c->sys.preferred,
@@ -305,6 +315,23 @@ static void on_host_hello(struct control *c, const struct ch_hello *h)
     refresh_writable(c);
     send_hello(c);
     send_status(c);
+}
+
+/* A background modprobe ended: a hint that waited for the unload goes now. */
+static void on_modprobe_done(void *arg, int rc)
+{
+    struct control *c = arg;
+
+    if (!c->has_waiting)
+        return;
+    c->has_waiting = false;
+    if (rc < 0 && sysfs_module_loaded(&c->sys, FALLBACK_MODULE)) {
+        refuse(c, c->waiting.seq, "busy", "cannot unload " FALLBACK_MODULE ", which owns the "
+                                          "preferred set");
+        enter_fallback(c);
+        return;
+    }
+    apply_hint(c, &c->waiting);
 }
 
 static void on_line(void *arg, const char *line, size_t len)
@@ -477,6 +504,10 @@ struct control *control_new(struct event_base *base, const struct config *cfg)
         return NULL;
     }
     fallback_init(&c->fb, cfg, &c->sys);
+    if (!c->once && fallback_attach(&c->fb, base, on_modprobe_done, c) < 0) {
+        control_free(c);
+        return NULL;
+    }
     return c;
 }
 
@@ -538,6 +569,7 @@ int control_stop(struct control *c)
     event_del(c->tick);
     if (c->once)
         return 0; /* --once leaves its result in force, steal_governor included */
+    fallback_detach(&c->fb); /* from here modprobe is waited for: the loop is done */
     fallback_leave(&c->fb);
     if (!c->supported || !c->writable)
         return 0;
@@ -564,6 +596,7 @@ void control_free(struct control *c)
         return;
     if (c->tick)
         event_free(c->tick);
+    fallback_detach(&c->fb);
     lease_free(c->lease);
     free(c->prev);
     free(c->cur);

@@ -2,7 +2,9 @@
 #include "fallback.h"
 
 #include <errno.h>
+#include <event2/event.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
@@ -82,27 +84,159 @@ void fallback_reconfigure(struct fallback *f, const struct config *cfg)
     f->cfg = cfg;
 }
 
+static int spawn(const char *const argv[], pid_t *pid)
+{
+    int rc = posix_spawn(pid, argv[0], NULL, NULL, (char *const *)argv, environ);
+
+    if (rc != 0)
+        log_msg(LOG_LVL_ERR, "cannot run %s: %s", argv[0], strerror(rc));
+    return -rc;
+}
+
+/* 0 for exit status 0, else -ECHILD, logged with the command's first two words. */
+static int verdict(const char *prog, const char *arg, int status)
+{
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return 0;
+    log_msg(LOG_LVL_ERR, "%s %s failed (%s %d)", prog, arg,
+            WIFEXITED(status) ? "exit status" : "signal",
+            WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    return -ECHILD;
+}
+
+/* Wait for pid at most FALLBACK_CHILD_TIMEOUT_MS, then SIGKILL it.  Returns its status. */
+static int reap_within(pid_t pid, const char *prog, int *status)
+{
+    struct timespec step = {0, 10 * 1000 * 1000};
+
+    for (unsigned waited = 0;; waited += 10) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return -errno;
+        if (waited >= FALLBACK_CHILD_TIMEOUT_MS) {
+            log_msg(LOG_LVL_ERR, "%s took more than %u ms: killed", prog,
+                    FALLBACK_CHILD_TIMEOUT_MS);
+            kill(pid, SIGKILL);
+            while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+                ;
+            return -ETIMEDOUT;
+        }
+        nanosleep(&step, NULL);
+    }
+}
+
 int fallback_run(const char *const argv[])
 {
     pid_t pid;
     int status, rc;
 
-    /* modprobe takes milliseconds; waiting in the loop is simpler than a SIGCHLD handler. */
-    rc = posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, environ);
-    if (rc != 0) {
-        log_msg(LOG_LVL_ERR, "cannot run %s: %s", argv[0], strerror(rc));
-        return -rc;
+    if ((rc = spawn(argv, &pid)) < 0)
+        return rc;
+    if ((rc = reap_within(pid, argv[0], &status)) < 0)
+        return rc;
+    return verdict(argv[0], argv[1], status);
+}
+
+static void loaded(struct fallback *f, int rc)
+{
+    if (rc == 0) {
+        log_msg(LOG_LVL_INFO, "fallback: loaded %s (interval_ms=%u high_threshold=%u "
+                              "low_threshold=%u)",
+                FALLBACK_MODULE, f->cfg->interval_ms, f->cfg->high, f->cfg->low);
+        f->module_ours = true;
+        return;
     }
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR)
-            return -errno;
+    if (!sysfs_module_loaded(f->sys, FALLBACK_MODULE))
+        marker_clear(f->cfg);
+    log_msg(LOG_LVL_WARN, "fallback: %s unavailable, using the local governor instead",
+            FALLBACK_MODULE);
+    f->kind = FALLBACK_LOCAL;
+}
+
+static void unloaded(struct fallback *f, int rc)
+{
+    if (rc == 0) {
+        log_msg(LOG_LVL_INFO, "fallback: unloaded %s", FALLBACK_MODULE);
+        marker_clear(f->cfg);
+        f->module_ours = false;
     }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        return 0;
-    log_msg(LOG_LVL_ERR, "%s %s failed (%s %d)", argv[0], argv[1],
-            WIFEXITED(status) ? "exit status" : "signal",
-            WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-    return -ECHILD;
+}
+
+static void start_unload(struct fallback *f);
+
+/* The running modprobe ended (status) or was killed (timed_out). */
+static void child_done(struct fallback *f, int status, bool timed_out)
+{
+    bool load = f->child_loads;
+    int rc = timed_out ? -ETIMEDOUT
+                       : verdict(f->cfg->modprobe, load ? FALLBACK_MODULE : "-r", status);
+
+    f->child = 0;
+    evtimer_del(f->ev_timeout);
+    if (load)
+        loaded(f, rc);
+    else
+        unloaded(f, rc);
+    if (load && f->leave_after && f->module_ours) {
+        start_unload(f); /* a hint came while loading: it waits for the unload */
+        return;
+    }
+    f->leave_after = false;
+    if (f->done)
+        f->done(f->ctx, rc);
+}
+
+static void on_sigchld(evutil_socket_t sig, short what, void *arg)
+{
+    struct fallback *f = arg;
+    int status;
+
+    if (f->child > 0 && waitpid(f->child, &status, WNOHANG) == f->child)
+        child_done(f, status, false);
+}
+
+static void on_child_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct fallback *f = arg;
+    int status = 0;
+
+    if (f->child <= 0)
+        return;
+    log_msg(LOG_LVL_ERR, "%s took more than %u ms: killed", f->cfg->modprobe,
+            FALLBACK_CHILD_TIMEOUT_MS);
+    kill(f->child, SIGKILL);
+    while (waitpid(f->child, &status, 0) < 0 && errno == EINTR)
+        ;
+    child_done(f, status, true);
+}
+
+/* Run argv: in the background when attached to a loop (the result comes to child_done),
+ * else waited for here.  Returns 0 or -errno for the synchronous run, -EINPROGRESS when the
+ * child runs in the background. */
+static int run(struct fallback *f, const char *const argv[], bool load)
+{
+    struct timeval tv = {FALLBACK_CHILD_TIMEOUT_MS / 1000, 0};
+    int rc;
+
+    if (!f->ev_chld) {
+        rc = fallback_run(argv);
+        if (load)
+            loaded(f, rc);
+        else
+            unloaded(f, rc);
+        return rc;
+    }
+    if ((rc = spawn(argv, &f->child)) < 0) {
+        f->child = 0;
+        if (load)
+            loaded(f, rc);
+        return rc;
+    }
+    f->child_loads = load;
+    evtimer_add(f->ev_timeout, &tv);
+    return -EINPROGRESS;
 }
 
 static int load_module(struct fallback *f)
@@ -113,15 +247,59 @@ static int load_module(struct fallback *f)
     snprintf(high, sizeof(high), "high_threshold=%u", f->cfg->high);
     snprintf(low, sizeof(low), "low_threshold=%u", f->cfg->low);
     const char *const argv[] = {f->cfg->modprobe, FALLBACK_MODULE, interval, high, low, NULL};
-    int rc = fallback_run(argv);
-    if (rc == 0) {
-        log_msg(LOG_LVL_INFO, "fallback: loaded %s (%s %s %s)", FALLBACK_MODULE, interval, high,
-                low);
-        marker_set(f->cfg);
-    }
-    return rc;
+    /* Noted before it runs: a guestd killed while modprobe works leaves a module that the
+     * next one (or --restore) must know to be ours.  A failed load removes the note. */
+    marker_set(f->cfg);
+    return run(f, argv, true);
 }
 
+static void start_unload(struct fallback *f)
+{
+    const char *const argv[] = {f->cfg->modprobe, "-r", FALLBACK_MODULE, NULL};
+    int rc = run(f, argv, false);
+
+    if (rc != -EINPROGRESS) {
+        f->leave_after = false;
+        if (f->done)
+            f->done(f->ctx, rc);
+    }
+}
+
+int fallback_attach(struct fallback *f, struct event_base *base, fallback_done_fn done, void *ctx)
+{
+    f->done = done;
+    f->ctx = ctx;
+    f->ev_chld = evsignal_new(base, SIGCHLD, on_sigchld, f);
+    f->ev_timeout = evtimer_new(base, on_child_timeout, f);
+    if (!f->ev_chld || !f->ev_timeout || event_add(f->ev_chld, NULL) < 0) {
+        fallback_detach(f);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+void fallback_detach(struct fallback *f)
+{
+    if (f->child > 0) {
+        int status;
+        if (reap_within(f->child, f->cfg->modprobe, &status) == 0)
+            child_done(f, status, false);
+        f->child = 0;
+    }
+    if (f->ev_chld)
+        event_free(f->ev_chld);
+    if (f->ev_timeout)
+        event_free(f->ev_timeout);
+    f->ev_chld = f->ev_timeout = NULL;
+    f->done = NULL;
+}
+
+bool fallback_busy(const struct fallback *f)
+{
+    return f->child > 0;
+}
+
+/* Synchronous unload, for --restore and for switching fallback kinds. */
 static int unload_module(const struct config *cfg)
 {
     const char *const argv[] = {cfg->modprobe, "-r", FALLBACK_MODULE, NULL};
@@ -179,13 +357,9 @@ int fallback_enter(struct fallback *f, const struct sample *cur, ch_cpuset *appl
                         FALLBACK_MODULE);
             break;
         }
-        if ((rc = load_module(f)) == 0) {
-            f->module_ours = true;
-            break;
-        }
-        log_msg(LOG_LVL_WARN, "fallback: %s unavailable, using the local governor instead",
-                FALLBACK_MODULE);
-        f->kind = FALLBACK_LOCAL;
+        if (f->child > 0)
+            break; /* a load or unload still runs; its end decides */
+        load_module(f); /* loaded() falls back to the local governor on failure */
         rc = 0;
         break;
     case FALLBACK_NONE:
@@ -242,9 +416,16 @@ int fallback_leave(struct fallback *f)
 {
     int rc = 0;
 
+    if (f->child > 0) {
+        /* modprobe is loading it (or unloading it already): unload once that is done. */
+        f->active = false;
+        if (f->child_loads)
+            f->leave_after = true;
+        return -EINPROGRESS;
+    }
     if (f->active && f->module_ours) {
-        rc = unload_module(f->cfg);
-        f->module_ours = rc < 0; /* still loaded, still ours */
+        const char *const argv[] = {f->cfg->modprobe, "-r", FALLBACK_MODULE, NULL};
+        rc = run(f, argv, false);
     }
     f->active = false;
     return rc;

@@ -11,26 +11,51 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "governor.h"
 #include "sysfs.h"
 
 #define FALLBACK_MODULE "steal_governor"
+/* modprobe gets this long before it is killed. */
+#define FALLBACK_CHILD_TIMEOUT_MS 10000u
+
+struct event;
+struct event_base;
+
+/* A background modprobe ended: rc 0, or -errno (-ETIMEDOUT: killed after the timeout). */
+typedef void (*fallback_done_fn)(void *ctx, int rc);
 
 struct fallback {
     const struct config *cfg;
     const struct sysfs *sys;
     bool active;
-    bool module_ours;        /* we loaded steal_governor and must unload it */
+    bool module_ours;        /* a guestd loaded steal_governor: ours to unload */
     enum fallback_kind kind; /* in force while active: kernel degrades to local on failure */
+    /* modprobe in the background (attached to a loop): never waited for inside it */
+    pid_t child;             /* running, 0 when none */
+    bool child_loads;        /* it loads (else unloads) */
+    bool leave_after;        /* unload as soon as the load ends */
+    struct event *ev_chld, *ev_timeout;
+    fallback_done_fn done;
+    void *ctx;
 };
 
 void fallback_init(struct fallback *f, const struct config *cfg, const struct sysfs *sys);
 /* A new config applies from the next fallback_enter(). */
 void fallback_reconfigure(struct fallback *f, const struct config *cfg);
 
-/* Start; *applied is the preferred set afterwards.  Returns 0 or -errno. */
+/* Run modprobe in the background of base from now on; done is called when one ends.
+ * Without it (--once, --restore) modprobe is waited for, at most FALLBACK_CHILD_TIMEOUT_MS. */
+int fallback_attach(struct fallback *f, struct event_base *base, fallback_done_fn done, void *ctx);
+/* Wait for a running modprobe (bounded) and stop using the loop. */
+void fallback_detach(struct fallback *f);
+/* A background modprobe is running. */
+bool fallback_busy(const struct fallback *f);
+
+/* Start; *applied is the preferred set afterwards (with kernel, the module's load may still be
+ * running: the next ticks report what it does).  Returns 0 or -errno. */
 int fallback_enter(struct fallback *f, const struct sample *cur, ch_cpuset *applied);
 /*
  * One interval: prev and cur are the last two samples, *applied the set in force (updated).
@@ -39,10 +64,12 @@ int fallback_enter(struct fallback *f, const struct sample *cur, ch_cpuset *appl
  */
 int fallback_tick(struct fallback *f, const struct sample *prev, const struct sample *cur,
                   ch_cpuset *applied, enum governor_action *action);
-/* Stop (host hints resumed, or shutdown).  Returns 0 or -errno. */
+/* Stop (host hints resumed, or shutdown).  Returns 0, -errno, or -EINPROGRESS when the
+ * module is being unloaded in the background: the preferred file is free once done is called. */
 int fallback_leave(struct fallback *f);
 
-/* Run argv[0] with argv, wait for it; 0 when it exited 0, else -errno/-ECHILD. */
+/* Run argv[0] with argv, wait for it (killed after FALLBACK_CHILD_TIMEOUT_MS); 0 when it
+ * exited 0, else -errno/-ECHILD/-ETIMEDOUT. */
 int fallback_run(const char *const argv[]);
 /* modprobe -r steal_governor when <sysfs>/module/steal_governor exists (--restore). */
 int fallback_unload_module(const struct config *cfg, const struct sysfs *sys);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* lease: a host hint holds for its lease_ms; any later valid hint renews it. */
+/* lease: a host hint holds for its lease_ms; any later valid hint renews it.  Timed on
+ * CLOCK_BOOTTIME (a timerfd), so time a suspended guest slept counts. */
 #ifndef GUESTD_LEASE_H
 #define GUESTD_LEASE_H
 

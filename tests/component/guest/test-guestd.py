@@ -151,6 +151,16 @@ def lease_expiry_and_return(tree, host, d):
     check(s["seq"] == 1, "fallback status keeps the last seq: %s" % s)
     check(s["applied"] == "0-3", "fallback none restores every online CPU: %s" % s)
     check(waited >= 0.25 or WRAPPED, "lease held for its lease_ms (%.3f s)" % waited)
+    # The lease runs on CLOCK_BOOTTIME (7): a suspended guest's sleep counts against it.
+    clocks = []
+    for fd in os.listdir("/proc/%d/fd" % d.proc.pid):
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (d.proc.pid, fd)) == "anon_inode:[timerfd]":
+                with open("/proc/%d/fdinfo/%s" % (d.proc.pid, fd)) as f:
+                    clocks += [int(l.split()[1]) for l in f if l.startswith("clockid:")]
+        except OSError:
+            pass
+    check(clocks == [7], "one timerfd, on CLOCK_BOOTTIME: clockids %s" % clocks)
     check(tree.preferred() == "0-3\n", "file holds the full set")
     host.hint(2, "0")
     s = host.expect(type="status", seq=2)
@@ -526,6 +536,59 @@ def unloads(log):
         return 0
     with open(log) as f:
         return sum(1 for line in f if line.startswith("-r"))
+
+
+@plain
+def modprobe_off_the_loop():
+    """modprobe runs beside the loop: a slow load does not hold up the channel, a hint that
+    comes meanwhile waits for the unload, and a modprobe that hangs is killed."""
+    tree = Tree()
+    log = os.path.join(tree.root, "modprobe.log")
+    fake = os.path.join(tree.root, "modprobe")
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\necho \"$@\" >> %s\n"
+                "if [ \"$1\" = -r ]; then sleep 1; rmdir %s/module/steal_governor\n"
+                "elif [ -e %s/hang ]; then exec sleep 1000\n"
+                "else sleep 2; mkdir -p %s/module/steal_governor; fi\n"
+                % (log, tree.sys, tree.root, tree.sys))
+    os.chmod(fake, 0o755)
+    mod = os.path.join(tree.sys, "module/steal_governor")
+    host = Host(os.path.join(tree.root, "port.sock"))
+    d = Daemon(tree, ["--port", host.path, "--fallback", "kernel", "--modprobe", fake,
+                      "--interval-ms", "200"])
+    try:
+        host.accept()
+        host.expect(type="status")
+        wait_for(lambda: os.path.exists(log), 5, "modprobe started (no lease: fallback)")
+        host.send(hello(A))
+        host.expect(type="hello")
+        check(not os.path.isdir(mod), "hello answered while modprobe was still loading")
+        hint2(host, A, 1, "0-1")
+        s = host.expect(type="status", seq=1, timeout=10)
+        with open(log) as f:
+            calls = [l.split()[0] for l in f]
+        check(s["applied"] == "0-1" and not os.path.isdir(mod) and calls == ["steal_governor", "-r"],
+              "the hint waited for load, then unload: %s %s" % (s, calls))
+    finally:
+        d.stop()
+        host.close(listener_too=True)
+    open(os.path.join(tree.root, "hang"), "w").close()
+    host = Host(os.path.join(tree.root, "port.sock"))
+    d = Daemon(tree, ["--port", host.path, "--fallback", "kernel", "--modprobe", fake,
+                      "--interval-ms", "200"], log_name="guestd2.log")
+    try:
+        host.accept()
+        host.send(hello(B))
+        host.expect(type="hello")
+        hint2(host, B, 1, "0-2")   # waits for the hanging load
+        s = host.expect(type="status", seq=1, timeout=20)
+        check(s["applied"] == "0-2", "applied once the hanging modprobe was killed: %s" % s)
+        check("took more than 10000 ms: killed" in d.log_text(), "the kill is logged")
+        check("using the local governor instead" in d.log_text(), "fallback degraded to local")
+    finally:
+        d.stop()
+        host.close(listener_too=True)
+    tree.cleanup()
 
 
 @plain
