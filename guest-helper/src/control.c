@@ -94,7 +94,8 @@ static bool refresh_writable(struct control *c)
     c->writable = c->supported && sysfs_writable(&c->sys);
     /* The steal governor owns the mask while loaded (the kernel answers writes with EBUSY);
      * one we loaded ourselves we unload before applying a hint. */
-    c->busy = c->writable && !c->fb.module_ours && sysfs_module_loaded(&c->sys, FALLBACK_MODULE);
+    c->busy = c->writable && !fallback_owns_module(&c->fb) &&
+              sysfs_module_loaded(&c->sys, FALLBACK_MODULE);
     if (!c->supported)
         snprintf(why, sizeof(why), "no preferred file");
     else if (!c->writable)
@@ -321,9 +322,17 @@ static void on_host_hello(struct control *c, const struct ch_hello *h)
 static void on_modprobe_done(void *arg, int rc)
 {
     struct control *c = arg;
+    ch_cpuset now;
 
-    if (!c->has_waiting)
+    if (!c->has_waiting) {
+        /* A load: the module reset the set to every active CPU; say so now, not next tick. */
+        if (c->supported && sysfs_read_preferred(&c->sys, &now) == 0 &&
+            !ch_cpuset_equal(&now, &c->applied)) {
+            c->applied = now;
+            send_status(c);
+        }
         return;
+    }
     c->has_waiting = false;
     if (rc < 0 && sysfs_module_loaded(&c->sys, FALLBACK_MODULE)) {
         refuse(c, c->waiting.seq, "busy", "cannot unload " FALLBACK_MODULE ", which owns the "

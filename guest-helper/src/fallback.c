@@ -299,6 +299,11 @@ bool fallback_busy(const struct fallback *f)
     return f->child > 0;
 }
 
+bool fallback_owns_module(const struct fallback *f)
+{
+    return f->module_ours || (f->child > 0 && f->child_loads);
+}
+
 /* Synchronous unload, for --restore and for switching fallback kinds. */
 static int unload_module(const struct config *cfg)
 {

@@ -53,6 +53,8 @@ int fallback_attach(struct fallback *f, struct event_base *base, fallback_done_f
 void fallback_detach(struct fallback *f);
 /* A background modprobe is running. */
 bool fallback_busy(const struct fallback *f);
+/* steal_governor, if loaded, is a guestd's: loaded (or being loaded) by one. */
+bool fallback_owns_module(const struct fallback *f);
 
 /* Start; *applied is the preferred set afterwards (with kernel, the module's load may still be
  * running: the next ticks report what it does).  Returns 0 or -errno. */
