@@ -408,6 +408,13 @@ static void on_lease_expired(void *arg)
 {
     struct control *c = arg;
 
+    /* A guest whose vCPUs the host did not run for a while wakes up with the lease's timer and
+     * the next hint ready at once, in no set order: a hint already here renews the lease. */
+    if (c->port)
+        port_drain(c->port);
+    if (lease_held(c->lease))
+        return;
+
     log_msg(LOG_LVL_INFO, "lease of hint seq %" PRIu64 " expired; fallback %s", c->last_seq,
             config_fallback_name(c->cfg->fallback));
     enter_fallback(c);

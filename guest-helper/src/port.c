@@ -306,6 +306,12 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         close_port(p, "write error");
 }
 
+void port_drain(struct port *p)
+{
+    if (p->fd >= 0 && !p->away && !p->broken)
+        on_read(p->fd, EV_READ, p); /* non-blocking: EAGAIN when nothing is there */
+}
+
 static int open_path(struct port *p, bool *is_socket)
 {
     struct stat st;

@@ -46,6 +46,8 @@ void port_reconfigure(struct port *p, const struct config *cfg);
 /* Queue one whole message.  Returns 0, -ENOTCONN, or -ENOBUFS (dropped and counted). */
 int port_send(struct port *p, const char *buf, size_t len);
 bool port_connected(const struct port *p);
+/* Handle what the host has already sent, now (before a lease is declared expired). */
+void port_drain(struct port *p);
 void port_get_stats(const struct port *p, struct port_stats *out);
 void port_free(struct port *p);
 

@@ -190,6 +190,26 @@ def hint2(host, session, seq, cpus, lease_ms=5000):
 A, B = "5f0c1d9e2a7b4c03", "a41e93007c2d5b18"
 
 
+@case(args=["--fallback", "none"])
+def lease_expiry_sees_waiting_hint(tree, host, d):
+    """A guest the host did not run for longer than the lease wakes with the lease's timer and
+    a newer hint ready together: the hint wins, in whatever order the two are reported."""
+    host.expect(type="status")
+    host.hint(1, "0-1", lease_ms=500)
+    host.expect(type="status", seq=1, mode="host")
+    d.signal(signal.SIGSTOP)          # the vCPU is not run ...
+    try:
+        time.sleep(0.8)               # ... past the lease (the timer fires first) ...
+        host.hint(2, "0-2", lease_ms=5000)   # ... and the next hint arrives meanwhile
+        time.sleep(0.2)
+    finally:
+        d.signal(signal.SIGCONT)
+    m = host.recv()
+    check(m["type"] == "status" and m["seq"] == 2 and m["mode"] == "host",
+          "the waiting hint renewed the lease, no fallback in between: %s" % m)
+    host.no_message(0.3)
+
+
 @case(args=["--interval-ms", "100"])
 def reconnect(tree, host, d):
     """The socket closes and opens again: the guest says hello, the lease survives, and the
