@@ -107,7 +107,7 @@ static int verdict(const char *prog, const char *arg, int status)
 /* Wait for pid at most FALLBACK_CHILD_TIMEOUT_MS, then SIGKILL it.  Returns its status. */
 static int reap_within(pid_t pid, const char *prog, int *status)
 {
-    struct timespec step = {0, 10 * 1000 * 1000};
+    struct timespec step = {0, 10L * 1000 * 1000};
 
     for (unsigned waited = 0;; waited += 10) {
         pid_t r = waitpid(pid, status, WNOHANG);

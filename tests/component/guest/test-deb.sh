@@ -35,18 +35,17 @@ root=$(mktemp -d /tmp/corehint-debroot.XXXXXX)
 trap 'rm -rf "$ctl" "$root"' EXIT
 dpkg-deb -e "$deb" "$ctl"
 grep -qx /etc/corehint/guestd.conf "$ctl/conffiles" || fail "guestd.conf is not a conffile"
-grep -q 'deb-systemd-helper .*enable.*corehint-guestd.service' "$ctl/postinst" ||
-    fail "postinst does not enable the unit: $(cat "$ctl/postinst")"
 grep -qF 'udevadm trigger --action=add --subsystem-match=virtio-ports' "$ctl/postinst" &&
     grep -qF -- '--attr-match=name=org.corehint.0' "$ctl/postinst" ||
     fail "postinst does not trigger the port's rule (and only it)"
-grep -q 'deb-systemd-invoke.*start' "$ctl/postinst" &&
+grep -qE 'deb-systemd-invoke (\$_dh_action |)start' "$ctl/postinst" &&
     fail "postinst starts the unit: the udev rule does, when the port exists"
-grep -q 'deb-systemd-helper purge' "$ctl/postrm" || fail "postrm does not purge the unit's state"
+grep -q 'deb-systemd-invoke stop.*corehint-guestd.service' "$ctl/prerm" ||
+    fail "prerm does not stop the unit (ExecStopPost restores the full set): $(cat "$ctl/prerm" 2>&1)"
 dpkg-deb -f "$deb" Depends | grep -q 'libjson-c5' || fail "shlibs: no libjson-c dependency"
 
 if command -v lintian >/dev/null; then
-    lintian --fail-on error,warning --no-tag-display-limit "$deb" || fail "lintian"
+    lintian --fail-on error,warning --tag-display-limit 0 "$deb" || fail "lintian"
 else
     fail "lintian missing (scripts/deps installs it)"
 fi
@@ -59,6 +58,9 @@ dpkg-deb -x "$deb" "$root"
 unit=$root/lib/systemd/system/corehint-guestd.service
 grep -qx 'ExecStart=/usr/sbin/corehint-guestd --log syslog' "$unit" || fail "ExecStart"
 grep -qx 'RuntimeDirectory=corehint-guestd' "$unit" || fail "RuntimeDirectory"
+grep -q '^\[Install\]' "$unit" && fail "the unit has an [Install] section: udev starts it"
+grep -q 'ENV{SYSTEMD_WANTS}+="corehint-guestd.service"' "$root/lib/udev/rules.d/90-corehint.rules" ||
+    fail "the udev rule does not want the unit"
 if command -v systemd-analyze >/dev/null; then
     sed "s|/usr/sbin/|$root/usr/sbin/|" "$unit" >"$root/corehint-guestd.service"
     systemd-analyze verify --man=no "$root/corehint-guestd.service" || fail "systemd-analyze verify"
