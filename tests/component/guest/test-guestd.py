@@ -500,9 +500,7 @@ def restore():
     tree.cleanup()
 
 
-@plain
-def kernel_fallback():
-    tree = Tree()
+def fake_modprobe(tree):
     log = os.path.join(tree.root, "modprobe.log")
     fake = os.path.join(tree.root, "modprobe")
     with open(fake, "w") as f:
@@ -510,6 +508,13 @@ def kernel_fallback():
                 "if [ \"$1\" = -r ]; then rmdir %s/module/steal_governor\n"
                 "else mkdir -p %s/module/steal_governor; fi\n" % (log, tree.sys, tree.sys))
     os.chmod(fake, 0o755)
+    return fake, log
+
+
+@plain
+def kernel_fallback():
+    tree = Tree()
+    fake, log = fake_modprobe(tree)
     host = Host(os.path.join(tree.root, "port.sock"))
     d = Daemon(tree, ["--port", host.path, "--fallback", "kernel", "--modprobe", fake,
                       "--interval-ms", "300", "--high", "700", "--low", "100"])
@@ -538,17 +543,6 @@ def kernel_fallback():
         d.stop()
         host.close(listener_too=True)
         tree.cleanup()
-
-
-def fake_modprobe(tree):
-    log = os.path.join(tree.root, "modprobe.log")
-    fake = os.path.join(tree.root, "modprobe")
-    with open(fake, "w") as f:
-        f.write("#!/bin/sh\necho \"$@\" >> %s\n"
-                "if [ \"$1\" = -r ]; then rmdir %s/module/steal_governor\n"
-                "else mkdir -p %s/module/steal_governor; fi\n" % (log, tree.sys, tree.sys))
-    os.chmod(fake, 0o755)
-    return fake, log
 
 
 def unloads(log):

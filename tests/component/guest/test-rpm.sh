@@ -26,15 +26,15 @@ want=(/usr/sbin/corehint-guestd
       /usr/lib/udev/rules.d/90-corehint.rules
       /etc/corehint/guestd.conf
       /usr/share/man/man8/corehint-guestd.8.gz
-      /usr/share/licenses/$pkgdir/LICENSE
-      /usr/share/doc/$pkgdir/README.md
-      /usr/share/doc/$pkgdir/PROTOCOL.md)
+      "/usr/share/licenses/$pkgdir/LICENSE"
+      "/usr/share/doc/$pkgdir/README.md"
+      "/usr/share/doc/$pkgdir/PROTOCOL.md")
 # Fedora's rpm adds /usr/lib/.build-id links to the binary; they are not ours to count.
 files=$(rpm -qlp "$rpm" | grep -v '^/usr/lib/\.build-id')
 for f in "${want[@]}"; do
     grep -qx "$f" <<<"$files" || fail "$f missing from the package: $files"
 done
-owned=(/etc/corehint /usr/share/doc/$pkgdir /usr/share/licenses/$pkgdir)
+owned=(/etc/corehint "/usr/share/doc/$pkgdir" "/usr/share/licenses/$pkgdir")
 [ "$(grep -c . <<<"$files")" -eq $((${#want[@]} + ${#owned[@]})) ] || fail "unexpected files: $files"
 for d in "${owned[@]}"; do
     grep -qx "$d" <<<"$files" || fail "$d not owned"
