@@ -309,10 +309,18 @@ class FakeGuest:
                 line = json.dumps({"v": 1, "type": "status", "seq": 0, "applied": "0",
                                    "mode": "host", "steal_pct_x100": 0}).encode() + b"\n"
                 block = line * (65536 // len(line))
+                sent, off = 0, 0
                 try:
                     while not self.stop:
-                        c.sendall(block)
-                        self.flooded += len(block) // len(line)
+                        # send(), not sendall(): count what the socket took, partial blocks
+                        # included (a slow hostd leaves a block half-sent for seconds)
+                        try:
+                            n = c.send(block[off:])
+                        except socket.timeout:
+                            continue
+                        sent += n
+                        off = (off + n) % len(block)
+                        self.flooded = sent // len(line)
                 except OSError:
                     pass
             self.flooded = 0
