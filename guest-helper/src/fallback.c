@@ -104,6 +104,15 @@ static int verdict(const char *prog, const char *arg, int status)
     return -ECHILD;
 }
 
+/* modprobe overran FALLBACK_CHILD_TIMEOUT_MS: say so, SIGKILL it and reap it. */
+static void kill_overdue(pid_t pid, const char *prog, int *status)
+{
+    log_msg(LOG_LVL_ERR, "%s took more than %u ms: killed", prog, FALLBACK_CHILD_TIMEOUT_MS);
+    kill(pid, SIGKILL);
+    while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+        ;
+}
+
 /* Wait for pid at most FALLBACK_CHILD_TIMEOUT_MS, then SIGKILL it.  Returns its status. */
 static int reap_within(pid_t pid, const char *prog, int *status)
 {
@@ -116,11 +125,7 @@ static int reap_within(pid_t pid, const char *prog, int *status)
         if (r < 0 && errno != EINTR)
             return -errno;
         if (waited >= FALLBACK_CHILD_TIMEOUT_MS) {
-            log_msg(LOG_LVL_ERR, "%s took more than %u ms: killed", prog,
-                    FALLBACK_CHILD_TIMEOUT_MS);
-            kill(pid, SIGKILL);
-            while (waitpid(pid, status, 0) < 0 && errno == EINTR)
-                ;
+            kill_overdue(pid, prog, status);
             return -ETIMEDOUT;
         }
         nanosleep(&step, NULL);
@@ -204,11 +209,7 @@ static void on_child_timeout(evutil_socket_t fd, short what, void *arg)
 
     if (f->child <= 0)
         return;
-    log_msg(LOG_LVL_ERR, "%s took more than %u ms: killed", f->cfg->modprobe,
-            FALLBACK_CHILD_TIMEOUT_MS);
-    kill(f->child, SIGKILL);
-    while (waitpid(f->child, &status, 0) < 0 && errno == EINTR)
-        ;
+    kill_overdue(f->child, f->cfg->modprobe, &status);
     child_done(f, status, true);
 }
 
