@@ -277,6 +277,7 @@ json_object *act_channel_json(const struct act_vm *v)
     json_object_object_add(o, "lines_in", json_object_new_uint64(ch->c.lines_in));
     json_object_object_add(o, "throttled", json_object_new_uint64(ch->c.throttled));
     json_object_object_add(o, "replaced", json_object_new_uint64(ch->c.replaced));
+    json_object_object_add(o, "resent", json_object_new_uint64(ch->c.resent));
     if (ch->connect_error[0])
         json_object_object_add(o, "connect_error", json_object_new_string(ch->connect_error));
     if (ch->has_hello) {

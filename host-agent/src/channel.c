@@ -121,7 +121,8 @@ int chan_send(struct channel *ch, const struct ch_msg *m)
     return 0;
 }
 
-int chan_send_hint(struct channel *ch, const ch_cpuset *cpus, uint32_t lease_ms, const char *reason)
+static int send_hint(struct channel *ch, const ch_cpuset *cpus, uint32_t lease_ms,
+                     const char *reason)
 {
     struct ch_msg m;
     int rc;
@@ -147,6 +148,18 @@ int chan_send_hint(struct channel *ch, const ch_cpuset *cpus, uint32_t lease_ms,
     ch->acked = false;
     ch->error_sent = false;
     return 0;
+}
+
+int chan_send_hint(struct channel *ch, const ch_cpuset *cpus, uint32_t lease_ms, const char *reason)
+{
+    int rc = send_hint(ch, cpus, lease_ms, reason);
+
+    if (rc == 0) {
+        ch->last_cpus = *cpus;
+        snprintf(ch->last_reason, sizeof(ch->last_reason), "%s", reason ? reason : "");
+        ch->decided_ns = ch->seq_sent_ns;
+    }
+    return rc;
 }
 
 bool chan_silent(const struct channel *ch, uint64_t now_ns)
@@ -183,6 +196,19 @@ static void reply_error(struct channel *ch, const struct ch_decode_info *info)
         ch->error_sent = true;
 }
 
+/* A guest hello says the guest (re)opened its port or restarted: whatever was written before
+ * may be lost (a virtio port discards what it held when the guest closes it, which it does on
+ * the hangup of a host that may already be back).  The decision still in its lease goes out
+ * again at once, under a new seq, instead of an interval later. */
+static void resend_current(struct channel *ch)
+{
+    if (!ch->decided_ns || chan_now_ns() - ch->decided_ns >= (uint64_t)ch->lease_ms * 1000000u)
+        return;
+    if (send_hint(ch, &ch->last_cpus, ch->lease_ms, ch->last_reason[0] ? ch->last_reason : NULL) ==
+        0)
+        ch->c.resent++;
+}
+
 static bool on_line(void *ctx, const char *line, size_t len)
 {
     struct channel *ch = ctx;
@@ -212,6 +238,7 @@ static bool on_line(void *ctx, const char *line, size_t len)
         ch->hello = m.u.hello;
         ch->has_hello = true;
         send_hello(ch);
+        resend_current(ch);
         break;
     case CH_MSG_STATUS:
         ch->status = m.u.status;

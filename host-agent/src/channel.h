@@ -50,6 +50,7 @@ struct chan_counters {
     uint64_t throttled;   /* times reading paused for the input budget */
     uint64_t replaced;    /* hints replaced unsent by a newer one */
     uint64_t hellos_out;  /* hellos sent: one per connect, guest hello and unknown-session */
+    uint64_t resent;      /* current hints sent again in answer to a guest hello */
 };
 
 struct channel;
@@ -78,6 +79,9 @@ struct channel {
     struct ch_error error;   /* its latest error */
     uint64_t last_rx_ns;     /* CLOCK_MONOTONIC of the last valid guest message, 0 never */
     uint32_t lease_ms;       /* lease of the last hint sent, 0 before the first */
+    ch_cpuset last_cpus;     /* the engine's last decision, sent again after a guest hello */
+    uint64_t decided_ns;     /* when the engine made it (a resend does not renew it) */
+    char last_reason[CH_REASON_MAX + 1];
     char connect_error[128]; /* why the last connect failed, "" once connected */
     struct chan_counters c;
     /* input budget: tokens left, refilled from last_refill_ns */

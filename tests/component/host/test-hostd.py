@@ -660,6 +660,39 @@ def channel_sessions():
 
 
 @case
+def channel_resends_on_guest_hello():
+    """PROTOCOL.md 4.1: a guest hello may mean the guest lost what was written before it (a
+    virtio port drops what it held when the guest closes it): hostd answers with its hello and
+    the decision still in its lease, under a new seq, at once rather than an interval later."""
+    iv = 1500 if SLOW == 1 else 6000
+
+    def body(d):
+        g = d.guests["vm"]
+        wait_for(lambda: len(g.msgs("hint")) >= 2, 30 * SLOW, "2 hints")
+        # right after a regular hint, so the next regular one is a whole interval away
+        n = len(g.msgs("hint"))
+        wait_for(lambda: len(g.msgs("hint")) > n, 3 * iv / 1000.0, "a regular hint")
+        t_hint, last, _ = g.msgs("hint")[-1]
+        nh = len(g.msgs("hello"))
+        g.say({"v": 1, "type": "hello", "role": "guest", "agent": "fake/1", "max_v": 2,
+               "online": "0-1", "writable": True})
+        wait_for(lambda: len(g.msgs("hello")) > nh and len(g.msgs("hint")) > n + 1,
+                 3 * iv / 1000.0, "the hello answered and a hint after it")
+        t_hello = g.msgs("hello")[nh][0]
+        t_next, nxt, _ = g.msgs("hint")[n + 1]
+        check(nxt["seq"] == last["seq"] + 1 and nxt["cpus"] == last["cpus"]
+              and nxt["session"] == last["session"],
+              "the current decision again, next seq: %s after %s" % (nxt, last))
+        check(t_next - t_hello < iv / 1000.0 / 2 and t_next - t_hint < iv / 1000.0 * 0.75,
+              "sent with the hello (%.0f ms after it), not at the next interval (%.0f ms after "
+              "the last hint; interval %d ms)" % ((t_next - t_hello) * 1000,
+                                                 (t_next - t_hint) * 1000, iv))
+        check(dom_status(d.status(), "vm")["channel"]["resent"] == 1, "counted as resent")
+
+    with_delivery(["vm"], {"vm": "good2"}, iv, body)
+
+
+@case
 def channel_unknown_type_rate_limited():
     iv = 200 if SLOW == 1 else 1000
 
