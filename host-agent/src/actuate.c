@@ -325,6 +325,16 @@ void act_annotate(struct actuator *a, struct snapshot *s)
             v->housekeeping = v->ch->hello.housekeeping; /* empty when the helper did not say */
         if (ch_cpuset_empty(&d->housekeeping))
             d->housekeeping = v->housekeeping;
+        /* Delivery, for compliance: the helper's latest status says it holds a set in host
+         * mode, and it has not gone silent since; or qemu-ga carried a set out. */
+        if (v->ch && v->ch->state == CHAN_UP && v->ch->has_status &&
+            v->ch->status.mode == CH_MODE_HOST && !chan_silent(v->ch, chan_now_ns())) {
+            d->acked = true;
+            d->applied = v->ch->status.applied;
+        } else if (!v->ch && v->agent_applied) {
+            d->acked = true;
+            d->applied = v->agent_cpus;
+        }
     }
 }
 

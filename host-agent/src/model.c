@@ -61,6 +61,8 @@ static int dom_build(struct model_dom *md, const struct snap_dom *cur, const str
     md->shares = cur->shares;
     memcpy(md->channel, cur->channel, sizeof(md->channel));
     md->housekeeping = cur->housekeeping;
+    md->acked = cur->acked;
+    md->applied = cur->applied;
     md->vcpu = calloc(cur->nvcpu ? cur->nvcpu : 1, sizeof(*md->vcpu));
     if (!md->vcpu)
         return -ENOMEM;

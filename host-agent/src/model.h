@@ -31,6 +31,8 @@ struct model_dom {
     unsigned shares;
     char channel[SNAP_PATH_MAX]; /* org.corehint.0 socket, "" when none */
     ch_cpuset housekeeping;      /* from the guest's hello; empty: unknown */
+    bool acked;                  /* the guest acknowledged hints in host mode (snapshot.h) */
+    ch_cpuset applied;           /* the set it reported applied, when acked */
     unsigned nvcpu;              /* online vCPUs */
     struct model_vcpu *vcpu;     /* sorted by id */
     double run, wait, demand;    /* sums over the vCPUs, in CPUs */

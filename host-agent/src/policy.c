@@ -367,7 +367,9 @@ static void compliance(struct work *w, const struct hd_config *cfg)
     struct pol_decision *o = w->out;
     bool violation = false;
 
-    if (!p || !w->prev_valid || !w->d->measured || o->count >= o->nvcpu)
+    /* Judged only against what the guest acknowledged applying in host mode: a guest in
+     * fallback, without a helper, or whose hints were dropped was never told to keep off. */
+    if (!p || !w->prev_valid || !w->d->measured || !w->d->acked || o->count >= o->nvcpu)
         return;
     /* The interval right after a new hint is the guest's time to apply it; a VM still
      * constrained keeps its record, so changing sets do not wipe a violation streak. */
@@ -377,7 +379,7 @@ static void compliance(struct work *w, const struct hd_config *cfg)
         return;
     }
     for (unsigned i = 0; i < w->d->nvcpu; i++)
-        if (!ch_cpuset_test(&p->preferred, w->d->vcpu[i].id) &&
+        if (!ch_cpuset_test(&w->d->applied, w->d->vcpu[i].id) &&
             w->d->vcpu[i].run > cfg->compliance_run)
             violation = true;
     o->violations = violation ? p->violations + 1 : 0;

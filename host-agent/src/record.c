@@ -10,6 +10,15 @@
 
 #include "corehint/cpulist.h"
 
+/* A non-empty cpulist under k; nothing for an empty set. */
+static void put_cpulist(json_object *o, const char *k, const ch_cpuset *set)
+{
+    char list[CH_CPULIST_MAX_LEN];
+
+    if (!ch_cpuset_empty(set) && ch_cpulist_format(set, list, sizeof(list)) >= 0)
+        json_object_object_add(o, k, json_object_new_string(list));
+}
+
 static void put_u64(json_object *o, const char *k, uint64_t v)
 {
     json_object_object_add(o, k, json_object_new_uint64(v));
@@ -68,11 +77,9 @@ char *rec_format(const struct snapshot *s)
         json_object_object_add(o, "shares", json_object_new_int64(d->shares));
         if (d->channel[0])
             json_object_object_add(o, "channel", json_object_new_string(d->channel));
-        if (!ch_cpuset_empty(&d->housekeeping)) {
-            char hk[CH_CPULIST_MAX_LEN];
-            if (ch_cpulist_format(&d->housekeeping, hk, sizeof(hk)) >= 0)
-                json_object_object_add(o, "housekeeping", json_object_new_string(hk));
-        }
+        put_cpulist(o, "housekeeping", &d->housekeeping);
+        if (d->acked)
+            put_cpulist(o, "applied", &d->applied);
         for (unsigned v = 0; v < d->nvcpu; v++)
             json_object_array_add(vs, vcpu_json(&d->vcpu[v]));
         json_object_object_add(o, "vcpus", vs);
@@ -199,6 +206,24 @@ static int parse_vcpu(json_object *o, struct snap_vcpu *v, unsigned npcpu, char 
     return 0;
 }
 
+/* An optional non-empty cpulist under k; *present (if given) says whether it was there. */
+static int get_cpulist(json_object *o, const char *k, ch_cpuset *out, bool *present,
+                       const char *dom, char *err, size_t errlen)
+{
+    char list[CH_CPULIST_MAX_LEN] = "";
+    int rc;
+
+    if ((rc = get_str(o, k, list, sizeof(list), false, err, errlen)) < 0)
+        return rc;
+    if (present)
+        *present = list[0] != '\0';
+    if (list[0] && (ch_cpulist_parse(list, strlen(list), out) < 0 || ch_cpuset_empty(out))) {
+        snprintf(err, errlen, "domain %s: bad \"%s\" \"%s\"", dom, k, list);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static int parse_dom(json_object *o, struct snap_dom *d, unsigned npcpu, char *err, size_t errlen)
 {
     json_object *vs;
@@ -221,14 +246,9 @@ static int parse_dom(json_object *o, struct snap_dom *d, unsigned npcpu, char *e
     d->state = (int)state;
     if (d->threads == 0)
         d->threads = 1;
-    char hk[CH_CPULIST_MAX_LEN] = "";
-    if ((rc = get_str(o, "housekeeping", hk, sizeof(hk), false, err, errlen)) < 0)
+    if ((rc = get_cpulist(o, "housekeeping", &d->housekeeping, NULL, d->name, err, errlen)) < 0 ||
+        (rc = get_cpulist(o, "applied", &d->applied, &d->acked, d->name, err, errlen)) < 0)
         return rc;
-    if (hk[0] && (ch_cpulist_parse(hk, strlen(hk), &d->housekeeping) < 0 ||
-                  ch_cpuset_empty(&d->housekeeping))) {
-        snprintf(err, errlen, "domain %s: bad \"housekeeping\" \"%s\"", d->name, hk);
-        return -EINVAL;
-    }
     if (!json_object_object_get_ex(o, "vcpus", &vs) || !json_object_is_type(vs, json_type_array)) {
         snprintf(err, errlen, "domain %s: \"vcpus\" must be an array", d->name);
         return -EINVAL;

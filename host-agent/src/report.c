@@ -107,6 +107,12 @@ static json_object *dom_json(const struct model_dom *d, const struct pol_decisio
     json_object_object_add(o, "run", num(d->run));
     json_object_object_add(o, "wait", num(d->wait));
     json_object_object_add(o, "demand", num(d->demand));
+    json_object_object_add(o, "acked", json_object_new_boolean(d->acked));
+    if (d->acked) {
+        char list[CH_CPULIST_MAX_LEN];
+        if (ch_cpulist_format(&d->applied, list, sizeof(list)) >= 0)
+            json_object_object_add(o, "applied", json_object_new_string(list));
+    }
     for (unsigned v = 0; v < d->nvcpu; v++) {
         json_object *x = json_object_new_object();
         json_object_object_add(x, "id", json_object_new_int64(d->vcpu[v].id));

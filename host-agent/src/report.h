@@ -7,7 +7,7 @@
  *  "host":{"npcpu":N,"psi_some":X?,"pcpus":[{"cpu":N,"busy":X,"wait":X,"contention":X}...]},
  *  "pools":[{"id":N,"cpus":"cpulist","capacity":X,"demand":X,"contended":B,"domains":N}...],
  *  "domains":[{"name":S,"uuid":S,"pool":N,"vcpus":N,"threads":N,"measured":B,
- *              "run":X,"wait":X,"demand":X,
+ *              "run":X,"wait":X,"demand":X,"acked":B,"applied":"cpulist"?,
  *              "vcpu":[{"id":N,"run":X,"wait":X,"home":N,"halted":B}...],
  *              "decision":{"preferred":"cpulist","count":N,"target":N,"weight":X,
  *                          "entitlement":X,"reason":S,"contended":B,"censored":B,

@@ -68,6 +68,11 @@ struct snap_dom {
     /* The guest's housekeeping CPUs as its helper's hello gave them; empty when unknown (the
      * policy then keeps the lowest vCPU in every set). */
     ch_cpuset housekeeping;
+    /* Delivery: acked when the guest's helper acknowledged hostd's hints in host mode and has
+     * not gone silent (or qemu-ga carried the last one out); applied is the set it reported.
+     * Compliance is judged against applied, and only when acked. */
+    bool acked;
+    ch_cpuset applied;
     unsigned nvcpu;
     struct snap_vcpu *vcpu; /* sorted by id */
 };

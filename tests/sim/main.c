@@ -92,6 +92,8 @@ static struct snapshot *snapshot_of(const struct sim *s)
         snprintf(d->uuid, sizeof(d->uuid), "00000000-0000-4000-8000-%012u", m);
         d->state = 1; /* VIR_DOMAIN_RUNNING */
         d->threads = 1;
+        d->acked = vm->hinted;
+        d->applied = vm->hint;
         d->nvcpu = vm->nvcpu;
         d->vcpu = calloc(vm->nvcpu, sizeof(*d->vcpu));
         for (unsigned i = 0; i < vm->nvcpu; i++) {
@@ -126,6 +128,8 @@ static void corehint_step(struct sim *s, struct policy_state *ps)
     for (unsigned i = 0; i < m.ndom; i++) {
         unsigned vmi = (unsigned)strtoul(m.dom[i].name + 2, NULL, 10); /* "vmN" */
         struct sim_vm *vm = &s->vm[vmi];
+        vm->hinted = true;
+        vm->hint = out[i].preferred;
         if (vm->cooperates) {
             sim_set_preferred(s, vmi, &out[i].preferred);
         } else if (ps->enforce_cap && out[i].non_compliant && out[i].contended && !vm->capped) {

@@ -72,6 +72,10 @@ struct sim_vm {
     bool started;
     uint64_t start_us;
     ch_cpuset preferred;
+    /* corehint's last hint; every VM acknowledges it in host mode, a non-cooperating one
+     * without applying it (hostd judges compliance only against acknowledged hints) */
+    bool hinted;
+    ch_cpuset hint;
     /* enforce = cap: at most cap_cpus worth of pCPU time per 100 ms period */
     bool capped;
     double cap_cpus;

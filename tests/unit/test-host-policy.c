@@ -104,6 +104,15 @@ static void step(struct bed *b)
     b->ndec = b->m.ndom;
 }
 
+/* Every guest acknowledges the last step's decision in host mode, as a helper does. */
+static void ack(struct bed *b)
+{
+    for (unsigned i = 0; i < b->ndec && i < b->m.ndom; i++) {
+        b->m.dom[i].acked = true;
+        b->m.dom[i].applied = b->dec[i].preferred;
+    }
+}
+
 static void bed_free(struct bed *b)
 {
     model_free(&b->m);
@@ -612,17 +621,22 @@ TEST(non_compliance_is_marked)
     bed_dom(&b, 1, "good", 2, 0.5, 0.5, NULL);
     b.cfg.shrink_after = 1;
     step(&b); /* hint: {0} for both */
+    ack(&b);
     CHECK_INT(b.dec[0].count, 1);
     /* rebel keeps using vCPU 1; good halts it */
     b.m.dom[1].vcpu[1].run = b.m.dom[1].vcpu[1].wait = 0;
     b.m.dom[1].vcpu[1].halted = true;
     step(&b); /* grace interval */
+    ack(&b);
     CHECK_INT(b.dec[0].violations, 0);
     step(&b);
+    ack(&b);
     step(&b);
+    ack(&b);
     CHECK_INT(b.dec[0].violations, 2);
     CHECK(!b.dec[0].non_compliant);
     step(&b);
+    ack(&b);
     CHECK_INT(b.dec[0].violations, 3);
     CHECK(b.dec[0].non_compliant);
     CHECK(!b.dec[1].non_compliant);
@@ -630,12 +644,51 @@ TEST(non_compliance_is_marked)
     /* a new hint (the set changes) does not wipe the record during its grace interval */
     b.dec[0].age = 0;
     step(&b);
+    ack(&b);
     CHECK(b.dec[0].non_compliant);
     CHECK_INT(b.dec[0].violations, 3);
     /* it complies: the mark goes */
     b.m.dom[0].vcpu[1].run = 0.01;
     step(&b);
+    ack(&b);
     CHECK(!b.dec[0].non_compliant);
+    bed_free(&b);
+}
+
+TEST(compliance_judged_only_against_acknowledged_hints)
+{
+    struct bed b;
+
+    bed_init(&b, 2, 2);
+    bed_dom(&b, 0, "unheard", 2, 0.5, 0.5, NULL);
+    bed_dom(&b, 1, "wider", 2, 0.5, 0.5, NULL);
+    b.cfg.shrink_after = 1;
+    step(&b); /* hint: one vCPU each */
+    CHECK_INT(b.dec[0].count, 1);
+    CHECK_INT(b.dec[1].count, 1);
+    /* "unheard" never acknowledged a hint (no helper, fallback, hints dropped); "wider"
+     * acknowledged applying both vCPUs (an older hint): neither keeps vCPUs it was told to
+     * keep off, so running both is no violation, however long it lasts. */
+    b.m.dom[1].acked = true;
+    ch_cpuset_zero(&b.m.dom[1].applied);
+    ch_cpuset_set(&b.m.dom[1].applied, 0);
+    ch_cpuset_set(&b.m.dom[1].applied, 1);
+    for (int i = 0; i < 6; i++)
+        step(&b);
+    for (unsigned i = 0; i < 2; i++) {
+        CHECK_INT(b.dec[i].count, 1);
+        CHECK_INT(b.dec[i].violations, 0);
+        CHECK(!b.dec[i].non_compliant);
+    }
+    /* once "unheard" acknowledges its hint and keeps running the other vCPU, it is judged */
+    for (int i = 0; i < 5; i++) {
+        ack(&b);
+        ch_cpuset_set(&b.m.dom[1].applied, 0); /* "wider" still reports both */
+        ch_cpuset_set(&b.m.dom[1].applied, 1);
+        step(&b);
+    }
+    CHECK(b.dec[0].non_compliant);
+    CHECK(!b.dec[1].non_compliant);
     bed_free(&b);
 }
 

@@ -117,6 +117,54 @@ tcg_initramfs() {
     rm -rf "$root"
 }
 
+# tcg_acking_guest: start $TCG_NAME with the org.corehint.0 channel (socket
+# $TCG_DIR/chan/corehint.sock) and an init that stands in for a helper: it finds the port,
+# keeps both vCPUs busy, says hello, echoes every line it receives to the console
+# ("corehint-rx: LINE") and acknowledges every hint with a status in host mode, without
+# applying anything (a guest that says it complies and does not).
+tcg_acking_guest() {
+    cat >"$TCG_DIR/init" <<'INIT'
+#!/bin/sh
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+for m in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_console; do
+    insmod /lib/modules/$m.ko
+done
+port=
+for i in 1 2 3 4 5 6 7 8 9 10; do
+    for n in /sys/class/virtio-ports/vport*; do
+        [ "$(cat $n/name 2>/dev/null)" = org.corehint.0 ] && port=/dev/${n##*/}
+    done
+    [ -n "$port" ] && [ -e "$port" ] && break
+    sleep 1
+done
+[ -n "$port" ] || { echo "corehint-test: no org.corehint.0 port"; while :; do sleep 60; done; }
+echo "corehint-test: port $port"
+(while :; do :; done) &
+(while :; do :; done) &
+exec 3<>"$port"
+echo '{"v":1,"type":"hello","role":"guest","agent":"tcg-test/1","online":"0-1","writable":false}' >&3
+while read -r line <&3; do
+    echo "corehint-rx: $line"
+    case $line in
+    *'"type":"hint"'*)
+        seq=$(echo "$line" | sed -n 's/.*"seq":\([0-9]*\).*/\1/p')
+        cpus=$(echo "$line" | sed -n 's/.*"cpus":"\([0-9,-]*\)".*/\1/p')
+        echo "{\"v\":1,\"type\":\"status\",\"seq\":$seq,\"applied\":\"$cpus\",\"mode\":\"host\",\"steal_pct_x100\":0}" >&3
+        ;;
+    esac
+done
+echo "corehint-test: port closed"
+while :; do sleep 60; done
+INIT
+    tcg_initramfs "$TCG_DIR/init" virtio
+    mkdir -p "$TCG_DIR/chan"
+    chown libvirt-qemu:libvirt-qemu "$TCG_DIR/chan" 2>/dev/null || chmod 777 "$TCG_DIR/chan"
+    tcg_domain "" \
+        "<channel type='unix'><source mode='bind' path='$TCG_DIR/chan/corehint.sock'/><target type='virtio' name='org.corehint.0'/></channel>"
+}
+
 # tcg_domain CPUTUNE DEVICES: define and start a 2-vCPU TCG domain named $TCG_NAME.
 tcg_domain() {
     : >"$TCG_DIR/console.log"

@@ -40,6 +40,8 @@ class Trace:
                 vs.append(v)
             d = {"name": name, "uuid": uuid(n), "state": 1, "threads": extra.get("threads", 1),
                  "shares": 0, "vcpus": vs}
+            if extra.get("applied"):  # what the guest acknowledged applying in host mode
+                d["applied"] = extra["applied"]
             out.append(d)
         for p in range(self.npcpu):
             b = 1.0 if busy is None else busy[p]
@@ -98,13 +100,14 @@ def small():
     t.write("pinned.jsonl", "pinned VMs sharing pCPUs 2-3")
 
 
-    # A VM ignoring its hint: rebel keeps running both vCPUs, then complies; good packs onto
-    # vCPU 0 as soon as it is told.
+    # A VM ignoring its hint: rebel acknowledges {0} like good but keeps running both vCPUs,
+    # then complies; good packs onto vCPU 0 as soon as it is told.
     t = Trace(2)
     for i in range(11):
         rebel = busy2() if i < 8 else [(1.0, 0.0, 0, None), (0.0, 0.0, 1, None)]
         good = busy2() if i < 3 else [(1.0, 0.0, 0, None), (0.0, 0.0, 1, None)]
-        t.sample([(1, "rebel", rebel, {}), (2, "good", good, {})])
+        acked = {"applied": "0"} if i >= 2 else {}
+        t.sample([(1, "rebel", rebel, acked), (2, "good", good, acked)])
     t.write("noncompliant.jsonl", "rebel ignores its hint for 5 intervals, then complies")
 
 
