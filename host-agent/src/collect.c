@@ -17,6 +17,8 @@
 #include "domxml.h"
 
 #define XML_REFRESH_SAMPLES 60
+/* a cap record whose cpus did not parse: still a cap to give back */
+#define CAP_UNKNOWN_CPUS 0.001
 
 struct xml_entry {
     char uuid[SNAP_UUID_LEN + 1];
@@ -138,6 +140,7 @@ static int dom_xml(struct collector *col, virDomainPtr dom, struct snap_dom *d)
     d->threads = info.threads;
     d->shares = info.shares;
     memcpy(d->channel, info.channel, sizeof(d->channel));
+    d->cap_recorded = info.cap.present ? (info.cap.cpus > 0 ? info.cap.cpus : CAP_UNKNOWN_CPUS) : 0;
     return rc;
 }
 
@@ -154,6 +157,8 @@ static void cache_rebuild(struct collector *col, const struct snapshot *s)
         n[i].info.threads = s->dom[i].threads;
         n[i].info.shares = s->dom[i].shares;
         memcpy(n[i].info.channel, s->dom[i].channel, sizeof(n[i].info.channel));
+        n[i].info.cap.present = s->dom[i].cap_recorded > 0;
+        n[i].info.cap.cpus = s->dom[i].cap_recorded;
         n[i].age = old && !old->stale && !col->all_stale ? old->age + 1 : 0;
     }
     free(col->cache);

@@ -40,6 +40,57 @@ static unsigned xpath_uint(xmlXPathContextPtr ctx, const char *expr, unsigned df
     return (unsigned)v;
 }
 
+/* A number in [lo, hi] from the whole string s, or false. */
+static bool parse_num(const xmlChar *s, double lo, double hi, double *out)
+{
+    char *end;
+
+    if (!s)
+        return false;
+    errno = 0;
+    *out = strtod((const char *)s, &end);
+    return !errno && end != (const char *)s && *end == '\0' && *out >= lo && *out <= hi;
+}
+
+/* A decimal integer in [lo, hi] from the whole string s, or false. */
+static bool parse_int(const xmlChar *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+
+    if (!s)
+        return false;
+    errno = 0;
+    *out = strtoll((const char *)s, &end, 10);
+    return !errno && end != (const char *)s && *end == '\0' && *out >= lo && *out <= hi;
+}
+
+#define CAP_XPATH "/domain/metadata/*[local-name()='cap'][namespace-uri()='" DX_CAP_URI "']/@"
+
+/* hostd's cap record.  Written by hostd, but read as untrusted like the rest: a record with
+ * bad numbers still says a cap was set, with no administrator's quota to give back. */
+static void parse_cap(xmlXPathContextPtr ctx, struct dx_cap *cap)
+{
+    xmlChar *cpus = xpath_string(ctx, CAP_XPATH "cpus");
+    xmlChar *period = xpath_string(ctx, CAP_XPATH "saved_period");
+    xmlChar *quota = xpath_string(ctx, CAP_XPATH "saved_quota");
+    double c;
+    long long p, q;
+
+    cap->present = cpus != NULL;
+    cap->cpus = parse_num(cpus, 0.001, 65536, &c) ? c : 0;
+    cap->saved_period = 100000;
+    cap->saved_quota = -1;
+    /* libvirt's ranges: period 1 ms .. 1 s, quota 1 ms .. 17592186044415 us, or no limit */
+    if (parse_int(period, 1000, 1000000, &p) && parse_int(quota, -1, 17592186044415LL, &q) &&
+        (q == -1 || q >= 1000)) {
+        cap->saved_period = (unsigned long long)p;
+        cap->saved_quota = (long long)q;
+    }
+    xmlFree(cpus);
+    xmlFree(period);
+    xmlFree(quota);
+}
+
 int dx_parse(const char *xml, size_t len, struct dx_info *info)
 {
     xmlDocPtr doc = NULL;
@@ -67,6 +118,7 @@ int dx_parse(const char *xml, size_t len, struct dx_info *info)
                              "/source/@path");
     if (path && strlen((const char *)path) < sizeof(info->channel))
         snprintf(info->channel, sizeof(info->channel), "%s", (const char *)path);
+    parse_cap(ctx, &info->cap);
     rc = 0;
 
 cleanup:

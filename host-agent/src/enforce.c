@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "conn.h"
+#include "domxml.h"
 #include "corehint/log.h"
 
 #define PERIOD_US 100000ull
@@ -40,28 +41,117 @@ const struct enf_vm *enf_find(const struct enforcer *f, const char *uuid)
     return NULL;
 }
 
-int enf_set_quota(virConnectPtr vc, const char *uuid, double cpus, char *err, size_t errlen)
+/* libvirt reports "no limit" as -1, or as the cgroup v2 maximum; both mean none. */
+#define QUOTA_UNLIMITED_MIN 17592186044415LL
+
+static int get_period_quota(virDomainPtr dom, unsigned long long *period, long long *quota)
+{
+    virTypedParameterPtr params = NULL;
+    int n = 0, rc = -EIO;
+
+    *period = PERIOD_US;
+    *quota = -1;
+    if (virDomainGetSchedulerParametersFlags(dom, NULL, &n, VIR_DOMAIN_AFFECT_LIVE) < 0 && n == 0)
+        n = 16;
+    if (n <= 0 || !(params = calloc((size_t)n, sizeof(*params))))
+        return -ENOMEM;
+    if (virDomainGetSchedulerParametersFlags(dom, params, &n, VIR_DOMAIN_AFFECT_LIVE) == 0) {
+        virTypedParamsGetULLong(params, n, VIR_DOMAIN_SCHEDULER_GLOBAL_PERIOD, period);
+        virTypedParamsGetLLong(params, n, VIR_DOMAIN_SCHEDULER_GLOBAL_QUOTA, quota);
+        if (*quota <= 0 || *quota >= QUOTA_UNLIMITED_MIN)
+            *quota = -1;
+        rc = 0;
+    }
+    virTypedParamsClear(params, n);
+    free(params);
+    return rc;
+}
+
+static int put_period_quota(virDomainPtr dom, unsigned long long period, long long quota)
 {
     virTypedParameter p[2];
+
+    memset(p, 0, sizeof(p));
+    snprintf(p[0].field, sizeof(p[0].field), "%s", VIR_DOMAIN_SCHEDULER_GLOBAL_PERIOD);
+    p[0].type = VIR_TYPED_PARAM_ULLONG;
+    p[0].value.ul = period;
+    snprintf(p[1].field, sizeof(p[1].field), "%s", VIR_DOMAIN_SCHEDULER_GLOBAL_QUOTA);
+    p[1].type = VIR_TYPED_PARAM_LLONG;
+    p[1].value.l = quota; /* libvirt: a negative quota means no limit */
+    return virDomainSetSchedulerParametersFlags(dom, p, 2, VIR_DOMAIN_AFFECT_LIVE) < 0 ? -EIO : 0;
+}
+
+/* The cap hostd recorded in the domain's live metadata: 0 with what it saved, -ENOENT when
+ * there is none. */
+static int get_record(virDomainPtr dom, struct dx_cap *cap)
+{
+    struct dx_info info;
+    char *xml = virDomainGetXMLDesc(dom, 0);
+    int rc;
+
+    if (!xml)
+        return -EIO;
+    rc = dx_parse(xml, strlen(xml), &info);
+    free(xml);
+    if (rc < 0)
+        return rc;
+    *cap = info.cap;
+    return cap->present ? 0 : -ENOENT;
+}
+
+int enf_set_quota(virConnectPtr vc, const char *uuid, double cpus, char *err, size_t errlen)
+{
+    struct dx_cap rec = {0};
     virDomainPtr dom;
-    int rc = 0;
+    char xml[256];
+    int rc = 0, have;
 
     if (!(dom = virDomainLookupByUUIDString(vc, uuid))) {
         snprintf(err, errlen, "no domain %s: %s", uuid, conn_error());
         return -EIO;
     }
-    memset(p, 0, sizeof(p));
-    snprintf(p[0].field, sizeof(p[0].field), "%s", VIR_DOMAIN_SCHEDULER_GLOBAL_PERIOD);
-    p[0].type = VIR_TYPED_PARAM_ULLONG;
-    p[0].value.ul = PERIOD_US;
-    snprintf(p[1].field, sizeof(p[1].field), "%s", VIR_DOMAIN_SCHEDULER_GLOBAL_QUOTA);
-    p[1].type = VIR_TYPED_PARAM_LLONG;
-    /* libvirt: a negative quota means no limit */
-    p[1].value.l = cpus < 0 ? -1 : (long long)llround(cpus * (double)PERIOD_US);
-    if (virDomainSetSchedulerParametersFlags(dom, p, 2, VIR_DOMAIN_AFFECT_LIVE) < 0) {
+    have = get_record(dom, &rec);
+    if (have < 0 && have != -ENOENT) {
+        snprintf(err, errlen, "cannot read the domain's cap record: %s", conn_error());
+        rc = -EIO;
+        goto out;
+    }
+    if (cpus < 0) {
+        if (have == -ENOENT) {
+            /* Every cap is recorded before it is set: without a record the quota is not ours
+             * (released already, or the domain restarted), and it stays as it is. */
+            log_msg(LOG_LVL_DEBUG, "domain %s: no cap record; quota left alone", uuid);
+        } else if (put_period_quota(dom, rec.saved_period, rec.saved_quota) < 0) {
+            /* Release: the administrator's own period and quota back, then the record goes. */
+            snprintf(err, errlen, "cannot restore the CPU quota: %s", conn_error());
+            rc = -EIO;
+        } else if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, NULL, NULL, DX_CAP_URI,
+                                        VIR_DOMAIN_AFFECT_LIVE) < 0) {
+            log_msg(LOG_LVL_WARN, "domain %s: cannot remove the cap record: %s", uuid,
+                    conn_error());
+        }
+        goto out;
+    }
+    /* Cap: save what the administrator set, once (a re-cap keeps the first record). */
+    if (have == -ENOENT && get_period_quota(dom, &rec.saved_period, &rec.saved_quota) < 0) {
+        snprintf(err, errlen, "cannot read the CPU quota to save it: %s", conn_error());
+        rc = -EIO;
+        goto out;
+    }
+    snprintf(xml, sizeof(xml), "<cap cpus=\"%.3f\" saved_period=\"%llu\" saved_quota=\"%lld\"/>",
+             cpus, rec.saved_period, rec.saved_quota);
+    if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, xml, DX_CAP_KEY, DX_CAP_URI,
+                             VIR_DOMAIN_AFFECT_LIVE) < 0) {
+        /* Without the record a restarted hostd could not give the quota back: no cap. */
+        snprintf(err, errlen, "cannot record the cap in the domain's metadata: %s", conn_error());
+        rc = -EIO;
+        goto out;
+    }
+    if (put_period_quota(dom, PERIOD_US, (long long)llround(cpus * (double)PERIOD_US)) < 0) {
         snprintf(err, errlen, "cannot set the CPU quota: %s", conn_error());
         rc = -EIO;
     }
+out:
     virDomainFree(dom);
     return rc;
 }
@@ -96,6 +186,26 @@ static void release(struct enforcer *f, struct enf_vm *v, const char *why)
     f->releases++;
 }
 
+/* A domain first seen carrying a cap an earlier hostd recorded (it stopped without releasing
+ * it: killed, crashed, or lost libvirt on its way out).  With enforce = cap it is this hostd's
+ * cap now, kept or released by the same rules as its own (released at once: nothing was
+ * judged yet); with enforce = report hostd leaves quotas alone and says so. */
+static void adopt(struct enforcer *f, struct enf_vm *v, double cpus, bool capping)
+{
+    if (!capping) {
+        log_msg(LOG_LVL_WARN,
+                "%s: carries a CPU cap (%.2f CPUs) an earlier corehint-hostd recorded; "
+                "enforce = report leaves it (enforce = cap gives the saved quota back)",
+                v->name, cpus);
+        return;
+    }
+    log_msg(LOG_LVL_INFO, "%s: a cap of %.2f CPUs recorded by an earlier corehint-hostd is ours now",
+            v->name, cpus);
+    v->capped = true;
+    v->cap_cpus = cpus;
+    f->adopted++;
+}
+
 void enf_failed(struct enforcer *f, const char *uuid, double cpus, const char *why)
 {
     struct enf_vm *v = (struct enf_vm *)enf_find(f, uuid);
@@ -127,10 +237,13 @@ void enf_apply(struct enforcer *f, const struct engine *e)
 
         while (j < f->nvm && strcmp(f->vm[j].uuid, d->uuid) < 0)
             j++; /* gone: its quota went with it */
-        if (j < f->nvm && strcmp(f->vm[j].uuid, d->uuid) == 0)
+        bool known = j < f->nvm && strcmp(f->vm[j].uuid, d->uuid) == 0;
+        if (known)
             *v = f->vm[j++];
         memcpy(v->uuid, d->uuid, sizeof(v->uuid));
         memcpy(v->name, e->model.dom[i].name, sizeof(v->name));
+        if (!known && e->model.dom[i].cap_recorded > 0)
+            adopt(f, v, e->model.dom[i].cap_recorded, capping);
         double want = d->entitlement > CAP_MIN_CPUS ? d->entitlement : CAP_MIN_CPUS;
         bool should = capping && d->non_compliant && d->contended && !d->opt_out;
 

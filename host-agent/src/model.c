@@ -60,6 +60,7 @@ static int dom_build(struct model_dom *md, const struct snap_dom *cur, const str
     md->threads = cur->threads ? cur->threads : 1;
     md->shares = cur->shares;
     memcpy(md->channel, cur->channel, sizeof(md->channel));
+    md->cap_recorded = cur->cap_recorded;
     md->housekeeping = cur->housekeeping;
     md->acked = cur->acked;
     md->applied = cur->applied;

@@ -30,6 +30,7 @@ struct model_dom {
     unsigned threads;
     unsigned shares;
     char channel[SNAP_PATH_MAX]; /* org.corehint.0 socket, "" when none */
+    double cap_recorded;         /* a cap a hostd recorded in the domain's metadata, 0 none */
     ch_cpuset housekeeping;      /* from the guest's hello; empty: unknown */
     bool acked;                  /* the guest acknowledged hints in host mode (snapshot.h) */
     ch_cpuset applied;           /* the set it reported applied, when acked */

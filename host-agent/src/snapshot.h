@@ -65,6 +65,7 @@ struct snap_dom {
     unsigned threads;            /* guest topology threads per core, >= 1 */
     unsigned shares;             /* explicit <cputune><shares>, 0 when the XML sets none */
     char channel[SNAP_PATH_MAX]; /* socket of the org.corehint.0 channel, "" when none */
+    double cap_recorded;         /* CPUs of a cap a hostd recorded in its metadata, 0 none */
     /* The guest's housekeeping CPUs as its helper's hello gave them; empty when unknown (the
      * policy then keeps the lowest vCPU in every set). */
     ch_cpuset housekeeping;

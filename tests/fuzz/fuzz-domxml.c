@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* Any bytes as a live domain XML: hostd's reader returns 0 or -EINVAL, never a thread count
- * of 0 or above 64, a share above libvirt's maximum, or an unterminated channel path. */
+ * of 0 or above 64, a share above libvirt's maximum, an unterminated channel path, or a cap
+ * record whose saved period or quota libvirt would refuse to take back. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,7 +22,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     if (!memchr(info.channel, '\0', sizeof(info.channel)))
         abort();
-    if (rc != 0 && (info.threads != 1 || info.shares || info.channel[0]))
+    if (rc != 0 && (info.threads != 1 || info.shares || info.channel[0] || info.cap.present))
         abort(); /* a rejected text leaves the defaults */
+    if (info.cap.present &&
+        (info.cap.cpus < 0 || info.cap.cpus > 65536 || info.cap.saved_period < 1000 ||
+         info.cap.saved_period > 1000000 ||
+         (info.cap.saved_quota != -1 &&
+          (info.cap.saved_quota < 1000 || info.cap.saved_quota > 17592186044415LL))))
+        abort();
     return 0;
 }
