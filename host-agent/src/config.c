@@ -88,7 +88,7 @@ void cfg_defaults(struct hd_config *c)
     c->target_utilisation = 0.9;
     c->headroom = 0.1;
     c->min_cpus = 1;
-    c->shrink_after = 2;
+    c->shrink_after = 1;
     c->use_shares = true;
     c->saturated = 0.95;
     c->replace_margin = 0.25;

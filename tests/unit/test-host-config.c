@@ -20,7 +20,7 @@ TEST(defaults)
 
     cfg_defaults(&c);
     CHECK_INT(c.interval_ms, 1000);
-    CHECK_INT(c.shrink_after, 2);
+    CHECK_INT(c.shrink_after, 1);
     CHECK_INT(c.min_cpus, 1);
     CHECK(c.use_shares);
     CHECK_STR(c.uri, "qemu:///system");

@@ -147,7 +147,7 @@ TEST(no_contention_keeps_every_vcpu)
     bed_free(&b);
 }
 
-TEST(overcommit_2x_shrinks_after_persistence)
+TEST(overcommit_2x_shrinks_in_one_interval)
 {
     struct bed b;
 
@@ -155,11 +155,21 @@ TEST(overcommit_2x_shrinks_after_persistence)
     bed_dom(&b, 0, "a", 2, 0.5, 0.5, NULL);
     bed_dom(&b, 1, "b", 2, 0.5, 0.5, NULL);
     step(&b);
-    /* capacity 1.8, entitlement 0.9 each -> ceil(0.99) = 1, but only after 2 intervals */
+    /* capacity 1.8, entitlement 0.9 each -> ceil(0.99) = 1, at the first contended sample */
+    CHECK_INT(b.dec[0].target, 1);
+    CHECK_INT(b.dec[0].count, 1);
+    CHECK(b.dec[0].entitlement > 0.899 && b.dec[0].entitlement < 0.901);
+    bed_free(&b);
+
+    /* shrink_after = 2 (the knob, for hosts whose samples are noisy) holds one interval */
+    bed_init(&b, 2, 2);
+    bed_dom(&b, 0, "a", 2, 0.5, 0.5, NULL);
+    bed_dom(&b, 1, "b", 2, 0.5, 0.5, NULL);
+    b.cfg.shrink_after = 2;
+    step(&b);
     CHECK_INT(b.dec[0].target, 1);
     CHECK_INT(b.dec[0].count, 2);
     CHECK_STR(pol_reason_name(b.dec[0].reason), "hold");
-    CHECK(b.dec[0].entitlement > 0.899 && b.dec[0].entitlement < 0.901);
     step(&b);
     CHECK_INT(b.dec[0].count, 1);
     CHECK_INT(b.dec[1].count, 1);
@@ -401,16 +411,26 @@ TEST(hysteresis_shrinks_late_grows_at_once)
     CHECK_STR(pol_reason_name(b.dec[0].reason), "uncontended");
     bed_free(&b);
 
-    /* contention that comes and goes never persists long enough to shrink anybody */
-    bed_init(&b, 2, 2);
-    for (int s = 0; s < 10; s++) {
-        double r = s % 2 ? 0.3 : 0.5, w = s % 2 ? 0.0 : 0.5;
-        bed_dom(&b, 0, "a", 2, r, w, NULL);
-        bed_dom(&b, 1, "b", 2, r, w, NULL);
-        step(&b);
-        CHECK_INT(b.dec[0].count, 2);
+    /* contention that comes and goes: with shrink_after = 2 it never persists long enough to
+     * shrink anybody; with the default (one interval) the guests shrink at the first contended
+     * sample and stay shrunk through the quiet halves (a quiet interval of a contended pool
+     * shrinks nobody and, below release_after, ends nothing): one change, no flapping */
+    for (unsigned after = 1; after <= 2; after++) {
+        unsigned changes = 0, last = 2;
+        bed_init(&b, 2, 2);
+        b.cfg.shrink_after = after;
+        for (int s = 0; s < 10; s++) {
+            double r = s % 2 ? 0.3 : 0.5, w = s % 2 ? 0.0 : 0.5;
+            bed_dom(&b, 0, "a", 2, r, w, NULL);
+            bed_dom(&b, 1, "b", 2, r, w, NULL);
+            step(&b);
+            changes += b.dec[0].count != last;
+            last = b.dec[0].count;
+        }
+        CHECK_INT(changes, after == 1 ? 1 : 0);
+        CHECK_INT(b.dec[0].count, after == 1 ? 1 : 2);
+        bed_free(&b);
     }
-    bed_free(&b);
 }
 
 /*

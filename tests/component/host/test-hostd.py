@@ -81,9 +81,9 @@ def write(path, text):
 def replay_overcommit():
     s = replay("overcommit-2x.jsonl")
     check(len(s) == 4, "5 samples give 4 decisions, got %d" % len(s))
-    # contention must persist 2 intervals before anybody shrinks
+    # one interval from the contention step to the hint (DESIGN.md 3)
     for vm in "ab":
-        expect(s, 1, vm, "0-1", "hold", 1)
+        expect(s, 1, vm, "0", "fair-share", 1)
         expect(s, 2, vm, "0", "fair-share", 1)
         expect(s, 4, vm, "0", "fair-share", 1)
     pool = s[0]["pools"][0]
@@ -1076,11 +1076,12 @@ def replay_enforcement():
         s = replay("noncompliant.jsonl", "-c", conf)
         rebel = [dom for st in s for dom in st["domains"] if dom["name"] == "rebel"]
         good = [dom for st in s for dom in st["domains"] if dom["name"] == "good"]
-        # hinted at step 2, grace at step 3, violations at 4, 5, 6: non-compliant and capped
-        check([r["decision"]["compliant"] for r in rebel[:7]] == [True] * 5 + [False] * 2,
+        # hinted at step 1, acknowledged from step 2 (its grace), violations at 3, 4, 5:
+        # non-compliant and capped
+        check([r["decision"]["compliant"] for r in rebel[:7]] == [True] * 4 + [False] * 3,
               "compliance: %s" % [r["decision"]["violations"] for r in rebel])
-        check(not rebel[4]["enforce"]["capped"] and rebel[5]["enforce"]["capped"], "capped at 6")
-        check(abs(rebel[5]["enforce"]["cap_cpus"] - 0.9) < 1e-6, "capped to its entitlement")
+        check(not rebel[3]["enforce"]["capped"] and rebel[4]["enforce"]["capped"], "capped at 5")
+        check(abs(rebel[4]["enforce"]["cap_cpus"] - 0.9) < 1e-6, "capped to its entitlement")
         check(rebel[6]["enforce"]["capped"] and not rebel[7]["enforce"]["capped"],
               "released once it complies")
         check(not any(g["enforce"]["capped"] for g in good), "a compliant VM is never capped")
@@ -1157,8 +1158,9 @@ def agent_actuators():
     agents = {n: FakeAgent(os.path.join(d, n + ".agent.sock"), fail_open=(n == "broken"))
               for n in ("a", "b", "broken")}
     conf = os.path.join(d, "hostd.conf")
-    write(conf, "[domain a]\nactuator = agent-sysfs\n[domain b]\nactuator = agent-vcpus\n"
-                "[domain broken]\nactuator = agent-sysfs\n")
+    # shrink_after = 2: a hold first, so that "acting on changes only" has two changes to see
+    write(conf, "shrink_after = 2\n[domain a]\nactuator = agent-sysfs\n"
+                "[domain b]\nactuator = agent-vcpus\n[domain broken]\nactuator = agent-sysfs\n")
     t = traces.Trace(2)
     for _ in range(6):
         t.sample([(i + 1, n, traces.busy2(), {}) for i, n in enumerate(("a", "b", "broken"))])
