@@ -72,6 +72,8 @@ struct channel {
     uint64_t seq;              /* last hint seq sent; increasing for the session (process) */
     uint64_t hello_resent_seq; /* the hint an unknown-session error made us say hello for */
     uint64_t seq_sent_ns;      /* when it was queued */
+    uint64_t decided_ns;       /* when the engine made its last decision (a resend does not) */
+    ch_cpuset last_cpus;       /* that decision, sent again after a guest hello */
     bool acked;                /* the guest acknowledged seq */
     bool has_hello, has_status, has_error;
     struct ch_hello hello;   /* the guest's latest hello */
@@ -79,9 +81,6 @@ struct channel {
     struct ch_error error;   /* its latest error */
     uint64_t last_rx_ns;     /* CLOCK_MONOTONIC of the last valid guest message, 0 never */
     uint32_t lease_ms;       /* lease of the last hint sent, 0 before the first */
-    ch_cpuset last_cpus;     /* the engine's last decision, sent again after a guest hello */
-    uint64_t decided_ns;     /* when the engine made it (a resend does not renew it) */
-    char last_reason[CH_REASON_MAX + 1];
     char connect_error[128]; /* why the last connect failed, "" once connected */
     struct chan_counters c;
     /* input budget: tokens left, refilled from last_refill_ns */
@@ -89,6 +88,7 @@ struct channel {
     uint64_t last_refill_ns;
     uint64_t throttle_warned_ns;
     struct event *resume; /* reading again after a pause for the budget */
+    char last_reason[CH_REASON_MAX + 1]; /* the last decision's reason */
     /* the newest hint, waiting for the guest to take what was already written */
     char pending[CH_LINE_MAX + 1];
     size_t pending_len;
