@@ -29,17 +29,39 @@ struct xml_entry {
 
 struct collector {
     char proc_root[256];
+    unsigned shares_default; /* libvirt's cpu_shares of a domain nobody weighted, 0 unknown */
     struct xml_entry *cache; /* sorted by uuid */
     unsigned ncache;
     bool all_stale;
 };
 
+unsigned col_shares_default(const char *proc_root)
+{
+    char path[300], *text, *line, *save = NULL;
+    size_t len;
+    unsigned out = 100; /* cgroup v2 cpu.weight, unless a v1 hierarchy shows up */
+
+    if (!proc_root[0])
+        return 0;
+    snprintf(path, sizeof(path), "%s/self/cgroup", proc_root);
+    if (ch_read_file(path, (size_t)1 << 16, &text, &len) < 0)
+        return 0;
+    /* v2 alone: one line "0::/path"; v1 or hybrid: a line per v1 hierarchy ("4:cpu,cpuacct:/") */
+    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        if (strncmp(line, "0::", 3) != 0)
+            out = 1024; /* cgroup v1 cpu.shares */
+    free(text);
+    return out;
+}
+
 struct collector *col_new(const char *proc_root)
 {
     struct collector *col = calloc(1, sizeof(*col));
 
-    if (col)
+    if (col) {
         snprintf(col->proc_root, sizeof(col->proc_root), "%s", proc_root);
+        col->shares_default = col_shares_default(proc_root);
+    }
     return col;
 }
 
@@ -78,7 +100,8 @@ void col_invalidate(struct collector *col, const char *uuid)
         e->stale = true;
 }
 
-/* The live value of <shares>, which differs from the XML's after `virsh schedinfo`. */
+/* The live cpu_shares (the XML's <shares>, if any, is only what was asked at start; `virsh
+ * schedinfo` changes it); xml_value when it cannot be read. */
 static unsigned live_shares(virDomainPtr dom, unsigned xml_value)
 {
     virTypedParameterPtr params = NULL;
@@ -122,8 +145,9 @@ static int dom_xml(struct collector *col, virDomainPtr dom, struct snap_dom *d)
                 info = e->info; /* what was last known beats the defaults */
         }
         free(xml);
-        if (info.shares > 0)
-            info.shares = live_shares(dom, info.shares);
+        /* What the kernel weighs the domain by, set in the XML or not: libvirt's cpu_shares
+         * is its cgroup's cpu.shares (v1) or cpu.weight (v2). */
+        info.shares = live_shares(dom, info.shares);
         if (e)
             e->age = 0;
     } else {
@@ -459,6 +483,7 @@ int col_sample(struct collector *col, virConnectPtr vc, struct snapshot **out)
         goto cleanup;
     }
     s->npcpu = (unsigned)n;
+    s->shares_default = col->shares_default;
     if (!(s->pcpu = calloc(s->npcpu + 1, sizeof(*s->pcpu)))) {
         rc = -ENOMEM;
         goto cleanup;

@@ -21,6 +21,10 @@ struct collector;
 
 /* proc_root: where /proc is read from ("" = do not read it: remote hypervisor). */
 struct collector *col_new(const char *proc_root);
+/* libvirt's cpu_shares of a domain nobody weighted on the host proc_root shows: 1024 when
+ * proc_root/self/cgroup shows a cgroup v1 hierarchy (cpu.shares), 100 on cgroup v2 alone
+ * (cpu.weight), 0 when unknown (remote hypervisor, unreadable). */
+unsigned col_shares_default(const char *proc_root);
 void col_free(struct collector *col);
 /* Re-read the XML of uuid (NULL: of every domain) at the next sample. */
 void col_invalidate(struct collector *col, const char *uuid);

@@ -43,7 +43,7 @@ static const struct knob knobs[] = {
     KD("headroom", headroom, 0.0, 4.0, "added to the entitlement before rounding up"),
     KU("min_cpus", min_cpus, 1, 8192, "fewest preferred vCPUs per VM"),
     KU("shrink_after", shrink_after, 1, 1000, "intervals of contention before shrinking"),
-    KB("use_shares", use_shares, "weight from libvirt <shares> when set"),
+    KB("use_shares", use_shares, "weight from libvirt's live cpu_shares (the kernel's weight)"),
     KD("saturated", saturated, 0.5, 1.0, "busy share of k at which demand is censored"),
     KD("grow_margin", grow_margin, 0.0, 1.0,
        "CPUs an entitlement (with headroom) must exceed a shrunk guest's count by to grow it"),

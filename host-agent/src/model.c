@@ -154,6 +154,7 @@ int model_build(struct model *m, const struct snapshot *prev, const struct snaps
         m->ndom++;
         if ((rc = dom_build(&m->dom[i], &cur->dom[i], old, m->npcpu, dt_ns)) < 0)
             goto cleanup;
+        m->dom[i].shares_default = cur->shares_default;
     }
     if (prev && prev->has_psi && cur->has_psi && cur->psi_some_us >= prev->psi_some_us) {
         m->has_psi = true;

@@ -28,7 +28,8 @@ struct model_dom {
     char name[SNAP_NAME_MAX];
     char uuid[SNAP_UUID_LEN + 1];
     unsigned threads;
-    unsigned shares;
+    unsigned shares;             /* live cpu_shares, 0 unknown */
+    unsigned shares_default;     /* the host's cpu_shares of an unweighted domain, 0 unknown */
     char channel[SNAP_PATH_MAX]; /* org.corehint.0 socket, "" when none */
     double cap_recorded;         /* a cap a hostd recorded in the domain's metadata, 0 none */
     ch_cpuset housekeeping;      /* from the guest's hello; empty: unknown */

@@ -211,9 +211,12 @@ static double weight_of(const struct model_dom *d, const struct hd_config *cfg,
 {
     if (cd && cd->weight > 0)
         return cd->weight;
-    /* <shares> in cgroup v1 units: 1024 weighs as much as one vCPU. */
+    /* What the host kernel weighs the domain's cgroup by, relative to a domain nobody
+     * weighted (cpu_shares 1024 on cgroup v1, cpu.weight 100 on v2): 1 by default, whatever
+     * its vCPU count, because that is how the kernel shares the pCPUs among domains. */
     if (cfg->use_shares && d->shares > 0)
-        return d->shares / 1024.0;
+        return d->shares / (double)(d->shares_default ? d->shares_default : 1024);
+    /* Unknown (a recording without it, use_shares = no): what a flat scheduler gives. */
     return d->nvcpu ? d->nvcpu : 1;
 }
 

@@ -49,6 +49,8 @@ char *rec_format(const struct snapshot *s)
 
     put_u64(root, "t_ns", s->t_ns);
     json_object_object_add(root, "npcpu", json_object_new_int64(s->npcpu));
+    if (s->shares_default)
+        json_object_object_add(root, "shares_default", json_object_new_int64(s->shares_default));
     if (s->has_pcpu_stats || s->has_schedstat) {
         json_object *pc = json_object_new_array();
         for (unsigned p = 0; p < s->npcpu; p++) {
@@ -284,6 +286,7 @@ static int parse_root(json_object *root, struct snapshot *s, char *err, size_t e
     }
     if ((rc = get_u64(root, "t_ns", &s->t_ns, NULL, err, errlen)) < 0 ||
         (rc = get_uint(root, "npcpu", HD_PCPU_MAX, &s->npcpu, err, errlen)) < 0 ||
+        (rc = get_uint(root, "shares_default", 262144, &s->shares_default, err, errlen)) < 0 ||
         (rc = get_u64(root, "psi_some_us", &s->psi_some_us, &s->has_psi, err, errlen)) < 0)
         return rc;
     if (s->npcpu == 0) {

@@ -63,7 +63,7 @@ struct snap_dom {
     int state;                   /* virDomainState */
     uint64_t cpu_time_ns;        /* cpu.time: whole domain, emulator threads included */
     unsigned threads;            /* guest topology threads per core, >= 1 */
-    unsigned shares;             /* explicit <cputune><shares>, 0 when the XML sets none */
+    unsigned shares;             /* live cpu_shares (the cgroup's weight), 0 unknown */
     char channel[SNAP_PATH_MAX]; /* socket of the org.corehint.0 channel, "" when none */
     double cap_recorded;         /* CPUs of a cap a hostd recorded in its metadata, 0 none */
     /* The guest's housekeeping CPUs as its helper's hello gave them; empty when unknown (the
@@ -87,6 +87,7 @@ struct snap_pcpu {
 struct snapshot {
     uint64_t t_ns; /* CLOCK_MONOTONIC at collection, or the trace's stamp in replay */
     unsigned npcpu;
+    unsigned shares_default; /* cpu_shares of an unweighted domain here (1024, 100), 0 unknown */
     struct snap_pcpu *pcpu;
     bool has_pcpu_stats;
     bool has_schedstat;

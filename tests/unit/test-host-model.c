@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "collect.h"
@@ -316,4 +318,37 @@ TEST(sample_too_soon_is_skipped)
     snap_free(c);
     eng_finalise(&e);
     cfg_free(&cfg);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    CHECK(f != NULL);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* The host's cpu_shares of a domain nobody weighted, from /proc/self/cgroup's shape. */
+TEST(shares_default_from_cgroup_mode)
+{
+    char root[] = "/tmp/corehint-proc.XXXXXX", dir[64], file[96];
+
+    CHECK(mkdtemp(root) != NULL);
+    snprintf(dir, sizeof(dir), "%s/self", root);
+    CHECK_INT(mkdir(dir, 0755), 0);
+    snprintf(file, sizeof(file), "%s/cgroup", dir);
+    write_text(file, "0::/machine.slice/corehint-hostd.service\n");
+    CHECK_INT(col_shares_default(root), 100); /* cgroup v2 alone: cpu.weight */
+    write_text(file, "12:cpu,cpuacct:/\n11:memory:/\n0::/\n");
+    CHECK_INT(col_shares_default(root), 1024); /* hybrid: the cpu controller is v1 */
+    write_text(file, "4:cpu,cpuacct:/\n3:pids:/\n");
+    CHECK_INT(col_shares_default(root), 1024); /* v1 */
+    CHECK_INT(col_shares_default(""), 0); /* remote: unknown */
+    unlink(file);
+    CHECK_INT(col_shares_default(root), 0); /* unreadable: unknown */
+    rmdir(dir);
+    rmdir(root);
 }

@@ -227,7 +227,48 @@ TEST(unequal_weights)
     CHECK_INT(b.dec[1].count, 1);
     bed_free(&b);
 
-    /* default weight = vCPU count: 6 and 2 vCPUs share 3.6 as 2.7 and 0.9 */
+    /* the kernel's weight: domains nobody weighted (cpu_shares at the host's default: cgroup v2
+     * cpu.weight 100 or v1 cpu.shares 1024) weigh alike whatever their vCPU count, because
+     * the host kernel shares the pCPUs among their cgroups alike: 6 and 2 vCPUs share 3.6 as
+     * 1.8 and 1.8 */
+    for (unsigned dflt = 100; dflt <= 1024; dflt += 924) {
+        bed_init(&b, 4, 2);
+        bed_dom(&b, 0, "six", 6, 0.6, 0.4, NULL)->shares = dflt;
+        bed_dom(&b, 1, "two", 2, 0.6, 0.4, NULL)->shares = dflt;
+        b.m.dom[0].shares_default = b.m.dom[1].shares_default = dflt;
+        step(&b);
+        CHECK(b.dec[0].weight > 0.999 && b.dec[0].weight < 1.001);
+        CHECK(b.dec[0].entitlement > 1.799 && b.dec[0].entitlement < 1.801);
+        CHECK(b.dec[1].entitlement > 1.799 && b.dec[1].entitlement < 1.801);
+        CHECK_INT(b.dec[0].count, 2);
+        CHECK_INT(b.dec[1].count, 2);
+        bed_free(&b);
+    }
+    /* weight = 1 in hostd.conf means a domain nobody weighted, on either cgroup version */
+    for (unsigned dflt = 100; dflt <= 1024; dflt += 924) {
+        bed_init(&b, 4, 2);
+        bed_dom(&b, 0, "six", 6, 0.6, 0.4, NULL)->shares = dflt;
+        bed_dom(&b, 1, "two", 2, 0.6, 0.4, NULL)->shares = 2 * dflt;
+        b.m.dom[0].shares_default = b.m.dom[1].shares_default = dflt;
+        CHECK_INT(cfg_load_text(&b.cfg, "t", "[domain two]\nweight = 1\n", err, sizeof(err)), 0);
+        step(&b);
+        CHECK(b.dec[0].entitlement > 1.799 && b.dec[0].entitlement < 1.801);
+        CHECK(b.dec[1].entitlement > 1.799 && b.dec[1].entitlement < 1.801);
+        bed_free(&b);
+    }
+    /* on cgroup v2 a domain whose XML asked <shares>300</shares> has cpu.weight 300: 3 : 1 */
+    bed_init(&b, 4, 2);
+    bed_dom(&b, 0, "six", 6, 0.6, 0.4, NULL)->shares = 300;
+    bed_dom(&b, 1, "two", 2, 0.6, 0.4, NULL)->shares = 100;
+    b.m.dom[0].shares_default = b.m.dom[1].shares_default = 100;
+    step(&b);
+    CHECK(b.dec[0].entitlement > 2.699 && b.dec[0].entitlement < 2.701);
+    CHECK_INT(b.dec[0].count, 3);
+    CHECK_INT(b.dec[1].count, 1);
+    bed_free(&b);
+
+    /* weight unknown (no live cpu_shares: a recording without it) = vCPU count: 6 and 2 vCPUs
+     * share 3.6 as 2.7 and 0.9 */
     bed_init(&b, 4, 2);
     bed_dom(&b, 0, "six", 6, 0.6, 0.4, NULL);
     bed_dom(&b, 1, "two", 2, 0.6, 0.4, NULL);
