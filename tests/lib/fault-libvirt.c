@@ -7,6 +7,8 @@
  *                                     connection's close callback and then fails, and the
  *                                     connection reports itself dead from then on (what
  *                                     libvirt does when libvirtd goes away during a call)
+ *   COREHINT_FAULT_STATS_CLOSE_EVERY=N  the same for every Nth call (a libvirtd that keeps
+ *                                     dying during samples)
  *   COREHINT_FAULT_STATS_HANG_AT=N    the Nth virConnectGetAllDomainStats call first sleeps
  *   COREHINT_FAULT_STATS_HANG_MS=M    M ms (a libvirtd that is stopped or stuck on a domain job)
  * Every injected fault is said on stderr ("fault-libvirt: ..."), so a test can tell that it
@@ -85,7 +87,9 @@ int virConnectGetAllDomainStats(virConnectPtr conn, unsigned int stats,
         fprintf(stderr, "fault-libvirt: virConnectGetAllDomainStats call %lu goes on\n",
                 stats_calls);
     }
-    if (stats_calls == knob("COREHINT_FAULT_STATS_CLOSE_AT")) {
+    unsigned long every = knob("COREHINT_FAULT_STATS_CLOSE_EVERY");
+    if (stats_calls == knob("COREHINT_FAULT_STATS_CLOSE_AT") ||
+        (every && stats_calls % every == 0)) {
         fprintf(stderr, "fault-libvirt: virConnectGetAllDomainStats call %lu: connection closed\n",
                 stats_calls);
         dead_conn = conn;

@@ -834,6 +834,70 @@ def reconnect_after_close_inside_a_call():
 
 
 @case
+def reconnect_again_and_again():
+    """libvirtd dies during a sample again and again (every third statistics call: the
+    connection's close callback runs inside the call, as in reconnect_after_close_inside_a_call):
+    hostd reconnects every time, decides after every reconnect, and holds no more file
+    descriptors after the last reconnect than after the first."""
+    cycles = 20 if SLOW == 1 else 4
+    env = fault_env(COREHINT_FAULT_STATS_CLOSE_EVERY="3")
+    with tempfile.TemporaryFile("w+") as log:
+        p = subprocess.Popen(argv(["--connect", "test:///default", "--foreground", "--interval-ms",
+                                   "200", "--dry-run", "--metrics-listen", "", "-v", "-v"]),
+                             stdout=subprocess.DEVNULL, stderr=log, text=True, env=env)
+
+        def text():
+            log.flush()
+            log.seek(0)
+            return log.read()
+
+        fds = {}
+
+        def reached(gen):
+            if "(generation %d)" % gen not in text() or p.poll() is not None:
+                return p.poll() is not None
+            fds.setdefault(gen, len(os.listdir("/proc/%d/fd" % p.pid)))
+            return True
+        try:
+            wait_for(lambda: reached(2), 15 * SLOW, "the first reconnect")
+            # every cycle: 2 good samples of 200 ms and a backoff of 500 ms
+            wait_for(lambda: reached(cycles + 1), (cycles * 3 + 10) * SLOW,
+                     "%d reconnects" % cycles)
+            wait_for(lambda: text().split("(generation %d)" % (cycles + 1), 1)[-1].count(
+                "dry-run: test: preferred") > 0 or p.poll() is not None, 10 * SLOW,
+                "a decision after the last reconnect")
+        finally:
+            p.send_signal(signal.SIGTERM)
+            rc = p.wait(30 * SLOW)
+        t = text()
+    check(rc == 0, "exit %s after %d reconnects: %s" % (rc, cycles, t[-2000:]))
+    faults = t.count(": connection closed")
+    check(faults >= cycles, "%d faults injected" % faults)
+    for g in range(2, cycles + 2):
+        after = t.split("(generation %d)" % g, 1)
+        nxt = after[-1].split("(generation %d)" % (g + 1), 1)[0]
+        check(len(after) == 2 and "dry-run: test: preferred" in nxt,
+              "a decision after reconnect %d: %s" % (g - 1, nxt[-1500:]))
+    # reconnect times from the log's timestamps: "lost ..." to "connected ... (generation N)"
+    stamps = re.findall(r"^(\S+)Z corehint-hostd\[\w+\]: (lost libvirt connection|connected to)",
+                        t, re.M)
+    gaps, lost = [], None
+    for ts, what in stamps:
+        sec = sum(float(x) * m for x, m in zip(ts.split("T")[1].split(":"), (3600, 60, 1)))
+        if what.startswith("lost"):
+            lost = sec
+        elif lost is not None:
+            gaps.append(sec - lost)
+            lost = None
+    print("reconnects: %d, lost -> connected %.0f ms median, %.0f ms max; fds after the first %d,"
+          " after the last %d" % (len(gaps), 1000 * sorted(gaps)[len(gaps) // 2] if gaps else -1,
+                                  1000 * max(gaps) if gaps else -1, fds.get(2, -1),
+                                  fds.get(cycles + 1, -1)))
+    check(len(gaps) >= cycles, "every loss was followed by a connection: %s" % gaps)
+    check(fds.get(cycles + 1, 0) <= fds.get(2, 0), "no descriptor leaked: %s" % fds)
+
+
+@case
 def libvirt_hang_keeps_leases():
     """libvirt's statistics call hangs for 12 intervals (tests/lib/fault-libvirt.c; what a
     SIGSTOPped libvirtd or a domain job does): the event loop does not wait for it.  The guest
