@@ -207,6 +207,16 @@ TEST(overcommit_4x)
     bed_free(&b);
 }
 
+/* 4 pCPUs, a 6-vCPU and a 2-vCPU domain, both busy, with live cpu_shares and the host's
+ * default for a domain nobody weighted */
+static void six_and_two(struct bed *b, unsigned six, unsigned two, unsigned dflt)
+{
+    bed_init(b, 4, 2);
+    bed_dom(b, 0, "six", 6, 0.6, 0.4, NULL)->shares = six;
+    bed_dom(b, 1, "two", 2, 0.6, 0.4, NULL)->shares = two;
+    b->m.dom[0].shares_default = b->m.dom[1].shares_default = dflt;
+}
+
 TEST(unequal_weights)
 {
     struct bed b;
@@ -232,10 +242,7 @@ TEST(unequal_weights)
      * the host kernel shares the pCPUs among their cgroups alike: 6 and 2 vCPUs share 3.6 as
      * 1.8 and 1.8 */
     for (unsigned dflt = 100; dflt <= 1024; dflt += 924) {
-        bed_init(&b, 4, 2);
-        bed_dom(&b, 0, "six", 6, 0.6, 0.4, NULL)->shares = dflt;
-        bed_dom(&b, 1, "two", 2, 0.6, 0.4, NULL)->shares = dflt;
-        b.m.dom[0].shares_default = b.m.dom[1].shares_default = dflt;
+        six_and_two(&b, dflt, dflt, dflt);
         step(&b);
         CHECK(b.dec[0].weight > 0.999 && b.dec[0].weight < 1.001);
         CHECK(b.dec[0].entitlement > 1.799 && b.dec[0].entitlement < 1.801);
@@ -246,10 +253,7 @@ TEST(unequal_weights)
     }
     /* weight = 1 in hostd.conf means a domain nobody weighted, on either cgroup version */
     for (unsigned dflt = 100; dflt <= 1024; dflt += 924) {
-        bed_init(&b, 4, 2);
-        bed_dom(&b, 0, "six", 6, 0.6, 0.4, NULL)->shares = dflt;
-        bed_dom(&b, 1, "two", 2, 0.6, 0.4, NULL)->shares = 2 * dflt;
-        b.m.dom[0].shares_default = b.m.dom[1].shares_default = dflt;
+        six_and_two(&b, dflt, 2 * dflt, dflt);
         CHECK_INT(cfg_load_text(&b.cfg, "t", "[domain two]\nweight = 1\n", err, sizeof(err)), 0);
         step(&b);
         CHECK(b.dec[0].entitlement > 1.799 && b.dec[0].entitlement < 1.801);
@@ -257,10 +261,7 @@ TEST(unequal_weights)
         bed_free(&b);
     }
     /* on cgroup v2 a domain whose XML asked <shares>300</shares> has cpu.weight 300: 3 : 1 */
-    bed_init(&b, 4, 2);
-    bed_dom(&b, 0, "six", 6, 0.6, 0.4, NULL)->shares = 300;
-    bed_dom(&b, 1, "two", 2, 0.6, 0.4, NULL)->shares = 100;
-    b.m.dom[0].shares_default = b.m.dom[1].shares_default = 100;
+    six_and_two(&b, 300, 100, 100);
     step(&b);
     CHECK(b.dec[0].entitlement > 2.699 && b.dec[0].entitlement < 2.701);
     CHECK_INT(b.dec[0].count, 3);

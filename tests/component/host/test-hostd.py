@@ -795,35 +795,48 @@ def xml_read_failure_retried():
         shutil.rmtree(d, ignore_errors=True)
 
 
+class FaultedHostd:
+    """hostd in dry-run against test:///default at 200 ms, libvirt faults from env; its log
+    (stderr) read back with text()."""
+
+    def __init__(self, env):
+        self.log = tempfile.TemporaryFile("w+")
+        self.p = subprocess.Popen(argv(["--connect", "test:///default", "--foreground",
+                                        "--interval-ms", "200", "--dry-run", "--metrics-listen",
+                                        "", "-v", "-v"]),
+                                  stdout=subprocess.DEVNULL, stderr=self.log, text=True, env=env)
+
+    def text(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        rc = self.p.wait(30 * SLOW)
+        t = self.text()
+        self.log.close()
+        return rc, t
+
+
 @case
 def reconnect_after_close_inside_a_call():
     """libvirt runs the connection's close callback inside a statistics call that then fails
     (libvirtd died during the call; tests/lib/fault-libvirt.c): hostd drops the connection,
     reconnects after its backoff, and samples again; before, the deferred teardown ate the
     only retry and hostd never reconnected."""
-    env = fault_env(COREHINT_FAULT_STATS_CLOSE_AT="3")
-    with tempfile.TemporaryFile("w+") as log:
-        p = subprocess.Popen(argv(["--connect", "test:///default", "--foreground", "--interval-ms",
-                                   "200", "--dry-run", "--metrics-listen", "", "-v", "-v"]),
-                             stdout=subprocess.DEVNULL, stderr=log, text=True, env=env)
+    h = FaultedHostd(fault_env(COREHINT_FAULT_STATS_CLOSE_AT="3"))
 
-        def text():
-            log.flush()
-            log.seek(0)
-            return log.read()
-
-        def decided_after_reconnect():
-            parts = text().split("(generation 2)", 1)
-            return len(parts) == 2 and "dry-run: test: preferred" in parts[1]
-        try:
-            # the backoff starts at 500 ms: a reconnect within seconds, not never
-            wait_for(lambda: decided_after_reconnect() or p.poll() is not None, 15, "a reconnect")
-        except Fail:
-            pass
-        finally:
-            p.send_signal(signal.SIGTERM)
-            p.wait(30 * SLOW)
-        t = text()
+    def decided_after_reconnect():
+        parts = h.text().split("(generation 2)", 1)
+        return len(parts) == 2 and "dry-run: test: preferred" in parts[1]
+    try:
+        # the backoff starts at 500 ms: a reconnect within seconds, not never
+        wait_for(lambda: decided_after_reconnect() or h.p.poll() is not None, 15, "a reconnect")
+    except Fail:
+        pass
+    finally:
+        _, t = h.stop()
     check("fault-libvirt: virConnectGetAllDomainStats call 3: connection closed" in t,
           "the fault was injected: " + t[-2000:])
     check("lost libvirt connection" in t, "the loss is logged: " + t[-2000:])
@@ -840,36 +853,23 @@ def reconnect_again_and_again():
     hostd reconnects every time, decides after every reconnect, and holds no more file
     descriptors after the last reconnect than after the first."""
     cycles = 20 if SLOW == 1 else 4
-    env = fault_env(COREHINT_FAULT_STATS_CLOSE_EVERY="3")
-    with tempfile.TemporaryFile("w+") as log:
-        p = subprocess.Popen(argv(["--connect", "test:///default", "--foreground", "--interval-ms",
-                                   "200", "--dry-run", "--metrics-listen", "", "-v", "-v"]),
-                             stdout=subprocess.DEVNULL, stderr=log, text=True, env=env)
+    h = FaultedHostd(fault_env(COREHINT_FAULT_STATS_CLOSE_EVERY="3"))
+    fds = {}
 
-        def text():
-            log.flush()
-            log.seek(0)
-            return log.read()
-
-        fds = {}
-
-        def reached(gen):
-            if "(generation %d)" % gen not in text() or p.poll() is not None:
-                return p.poll() is not None
-            fds.setdefault(gen, len(os.listdir("/proc/%d/fd" % p.pid)))
-            return True
-        try:
-            wait_for(lambda: reached(2), 15 * SLOW, "the first reconnect")
-            # every cycle: 2 good samples of 200 ms and a backoff of 500 ms
-            wait_for(lambda: reached(cycles + 1), (cycles * 3 + 10) * SLOW,
-                     "%d reconnects" % cycles)
-            wait_for(lambda: text().split("(generation %d)" % (cycles + 1), 1)[-1].count(
-                "dry-run: test: preferred") > 0 or p.poll() is not None, 10 * SLOW,
-                "a decision after the last reconnect")
-        finally:
-            p.send_signal(signal.SIGTERM)
-            rc = p.wait(30 * SLOW)
-        t = text()
+    def reached(gen):
+        if "(generation %d)" % gen not in h.text() or h.p.poll() is not None:
+            return h.p.poll() is not None
+        fds.setdefault(gen, len(os.listdir("/proc/%d/fd" % h.p.pid)))
+        return True
+    try:
+        wait_for(lambda: reached(2), 15 * SLOW, "the first reconnect")
+        # every cycle: 2 good samples of 200 ms and a backoff of 500 ms
+        wait_for(lambda: reached(cycles + 1), (cycles * 3 + 10) * SLOW, "%d reconnects" % cycles)
+        wait_for(lambda: h.text().split("(generation %d)" % (cycles + 1), 1)[-1].count(
+            "dry-run: test: preferred") > 0 or h.p.poll() is not None, 10 * SLOW,
+            "a decision after the last reconnect")
+    finally:
+        rc, t = h.stop()
     check(rc == 0, "exit %s after %d reconnects: %s" % (rc, cycles, t[-2000:]))
     faults = t.count(": connection closed")
     check(faults >= cycles, "%d faults injected" % faults)
