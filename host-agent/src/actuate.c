@@ -129,6 +129,8 @@ static void agent_result(struct act_vm *v, enum cfg_actuator how, const ch_cpuse
 
     v->agent_pending = false;
     if (rc < 0) {
+        /* What the guest holds now is unknown: not judged, and the next decision is sent. */
+        v->agent_applied = false;
         v->agent_failed++;
         snprintf(v->agent_error, sizeof(v->agent_error), "%s", err);
         log_msg(LOG_LVL_WARN, "%s: %s failed: %s", v->name, cfg_actuator_name(how), err);
@@ -325,15 +327,19 @@ void act_annotate(struct actuator *a, struct snapshot *s)
             v->housekeeping = v->ch->hello.housekeeping; /* empty when the helper did not say */
         if (ch_cpuset_empty(&d->housekeeping))
             d->housekeeping = v->housekeeping;
-        /* Delivery, for compliance: the helper's latest status says it holds a set in host
-         * mode, and it has not gone silent since; or qemu-ga carried a set out. */
-        if (v->ch && v->ch->state == CHAN_UP && v->ch->has_status &&
-            v->ch->status.mode == CH_MODE_HOST && !chan_silent(v->ch, chan_now_ns())) {
+        /* Delivery, for compliance, by the domain's actuator: qemu-ga carried a set out (and
+         * its last command did not fail); or the helper's latest status on this connection
+         * says it holds a set in host mode, a hint has gone out, and it has not gone silent. */
+        const struct cfg_domain *cd = cfg_domain_find(a->cfg, d->name, d->uuid);
+        if (cd && cd->actuator != CFG_ACT_CHANNEL) {
+            if (v->agent_applied) {
+                d->acked = true;
+                d->applied = v->agent_cpus;
+            }
+        } else if (v->ch && v->ch->state == CHAN_UP && v->ch->has_status && v->ch->lease_ms &&
+                   v->ch->status.mode == CH_MODE_HOST && !chan_silent(v->ch, chan_now_ns())) {
             d->acked = true;
             d->applied = v->ch->status.applied;
-        } else if (!v->ch && v->agent_applied) {
-            d->acked = true;
-            d->applied = v->agent_cpus;
         }
     }
 }

@@ -158,6 +158,7 @@ int chan_send_hint(struct channel *ch, const ch_cpuset *cpus, uint32_t lease_ms,
         ch->last_cpus = *cpus;
         snprintf(ch->last_reason, sizeof(ch->last_reason), "%s", reason ? reason : "");
         ch->decided_ns = ch->seq_sent_ns;
+        ch->decided_lease_ms = lease_ms;
     }
     return rc;
 }
@@ -202,10 +203,18 @@ static void reply_error(struct channel *ch, const struct ch_decode_info *info)
  * again at once, under a new seq, instead of an interval later. */
 static void resend_current(struct channel *ch)
 {
-    if (!ch->decided_ns || chan_now_ns() - ch->decided_ns >= (uint64_t)ch->lease_ms * 1000000u)
+    uint64_t age_ms = (chan_now_ns() - ch->decided_ns) / 1000000u;
+    ch_cpuset cpus;
+
+    if (!ch->decided_ns || age_ms + CH_LEASE_MIN_MS > ch->decided_lease_ms)
         return;
-    if (send_hint(ch, &ch->last_cpus, ch->lease_ms, ch->last_reason[0] ? ch->last_reason : NULL) ==
-        0)
+    /* Only what the guest has online (a helper restarted after a hotplug), and only for what
+     * is left of the decision's lease: a resend never makes a decision outlive it. */
+    ch_cpuset_and(&cpus, &ch->last_cpus, &ch->hello.online);
+    if (ch_cpuset_empty(&cpus))
+        return;
+    if (send_hint(ch, &cpus, ch->decided_lease_ms - (uint32_t)age_ms,
+                  ch->last_reason[0] ? ch->last_reason : NULL) == 0)
         ch->c.resent++;
 }
 
@@ -359,7 +368,9 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         ch->state = CHAN_UP;
         ch->connect_error[0] = '\0';
         ch->backoff_ms = BACKOFF_MIN_MS;
-        ch->has_hello = false;
+        /* What the guest said counts for this connection only. */
+        ch->has_hello = ch->has_status = ch->has_error = false;
+        ch->last_rx_ns = 0;
         ch->c.connects++;
         send_hello(ch);
         return;

@@ -73,6 +73,7 @@ struct channel {
     uint64_t hello_resent_seq; /* the hint an unknown-session error made us say hello for */
     uint64_t seq_sent_ns;      /* when it was queued */
     uint64_t decided_ns;       /* when the engine made its last decision (a resend does not) */
+    uint32_t decided_lease_ms; /* and that decision's lease */
     ch_cpuset last_cpus;       /* that decision, sent again after a guest hello */
     bool acked;                /* the guest acknowledged seq */
     bool has_hello, has_status, has_error;

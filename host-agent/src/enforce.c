@@ -48,13 +48,16 @@ static int get_period_quota(virDomainPtr dom, unsigned long long *period, long l
 {
     virTypedParameterPtr params = NULL;
     int n = 0, rc = -EIO;
+    char *type;
 
     *period = PERIOD_US;
     *quota = -1;
-    if (virDomainGetSchedulerParametersFlags(dom, NULL, &n, VIR_DOMAIN_AFFECT_LIVE) < 0 && n == 0)
-        n = 16;
+    /* how many parameters the scheduler has: libvirt wants the count up front */
+    if (!(type = virDomainGetSchedulerType(dom, &n)))
+        return -EIO;
+    free(type);
     if (n <= 0 || !(params = calloc((size_t)n, sizeof(*params))))
-        return -ENOMEM;
+        return n <= 0 ? -EIO : -ENOMEM;
     if (virDomainGetSchedulerParametersFlags(dom, params, &n, VIR_DOMAIN_AFFECT_LIVE) == 0) {
         virTypedParamsGetULLong(params, n, VIR_DOMAIN_SCHEDULER_GLOBAL_PERIOD, period);
         virTypedParamsGetLLong(params, n, VIR_DOMAIN_SCHEDULER_GLOBAL_QUOTA, quota);
@@ -127,8 +130,12 @@ int enf_set_quota(virConnectPtr vc, const char *uuid, double cpus, char *err, si
             rc = -EIO;
         } else if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, NULL, NULL, DX_CAP_URI,
                                         VIR_DOMAIN_AFFECT_LIVE) < 0) {
-            log_msg(LOG_LVL_WARN, "domain %s: cannot remove the cap record: %s", uuid,
-                    conn_error());
+            /* A record left behind would make a later hostd set this quota back over whatever
+             * the administrator sets next: the release is tried again (restoring twice is
+             * harmless). */
+            snprintf(err, errlen, "quota restored, but cannot remove the cap record: %s",
+                     conn_error());
+            rc = -EIO;
         }
         goto out;
     }
@@ -150,6 +157,10 @@ int enf_set_quota(virConnectPtr vc, const char *uuid, double cpus, char *err, si
     if (put_period_quota(dom, PERIOD_US, (long long)llround(cpus * (double)PERIOD_US)) < 0) {
         snprintf(err, errlen, "cannot set the CPU quota: %s", conn_error());
         rc = -EIO;
+        /* no cap, so no record of one (a record from an earlier cap stays: it still is) */
+        if (have == -ENOENT)
+            virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, NULL, NULL, DX_CAP_URI,
+                                 VIR_DOMAIN_AFFECT_LIVE);
     }
 out:
     virDomainFree(dom);

@@ -216,6 +216,9 @@ static double weight_of(const struct model_dom *d, const struct hd_config *cfg,
      * its vCPU count, because that is how the kernel shares the pCPUs among domains. */
     if (cfg->use_shares && d->shares > 0)
         return d->shares / (double)(d->shares_default ? d->shares_default : 1024);
+    /* Not readable for this domain on a host whose default is known: the default. */
+    if (cfg->use_shares && d->shares_default)
+        return 1;
     /* Unknown (a recording without it, use_shares = no): what a flat scheduler gives. */
     return d->nvcpu ? d->nvcpu : 1;
 }

@@ -688,6 +688,26 @@ def channel_resends_on_guest_hello():
               "the last hint; interval %d ms)" % ((t_next - t_hello) * 1000,
                                                  (t_next - t_hint) * 1000, iv))
         check(dom_status(d.status(), "vm")["channel"]["resent"] == 1, "counted as resent")
+        check(nxt["lease_ms"] < last["lease_ms"],
+              "only what is left of the decision's lease: %d of %d ms"
+              % (nxt["lease_ms"], last["lease_ms"]))
+        # A guest with only CPU 1 online (a helper restarted after a hotplug): the decision
+        # goes again restricted to what is online, or not at all.
+        n = len(g.msgs("hint"))
+        nh = len(g.msgs("hello"))
+        g.say({"v": 1, "type": "hello", "role": "guest", "agent": "fake/1", "max_v": 2,
+               "online": "1", "writable": True})
+        wait_for(lambda: len(g.msgs("hello")) > nh, 3 * iv / 1000.0, "the hello answered")
+        time.sleep(iv / 1000.0 / 5)
+        cpus = {int(c) for part in nxt["cpus"].split(",")
+                for c in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)}
+        resent = dom_status(d.status(), "vm")["channel"]["resent"]
+        alone = [m for _, m, _ in g.msgs("hint")[n:] if m["cpus"] == "1"]
+        if 1 in cpus:
+            check(resent == 2 and alone, "resent as CPU 1 alone: %s" % g.msgs("hint")[n:])
+        else:
+            check(resent == 1 and not alone, "nothing online to resend, nothing resent: %s"
+                  % g.msgs("hint")[n:])
 
     with_delivery(["vm"], {"vm": "good2"}, iv, body)
 
@@ -1252,6 +1272,9 @@ def agent_actuators():
         st = json.loads(urllib.request.urlopen("http://127.0.0.1:%d/status" % port).read())
         ag = dom_status(st, "a")["agent"]
         check(ag["ok"] == 2 and ag["failed"] == 0 and ag["applied"] == "0", ag)
+        check(dom_status(st, "a")["acked"] and dom_status(st, "a")["applied"] == "0",
+              "compliance is judged against what qemu-ga applied: %s" % dom_status(st, "a"))
+        check(not dom_status(st, "broken")["acked"], "nothing applied, nothing judged")
         br = dom_status(st, "broken")["agent"]
         check(br["failed"] >= 2 and br["ok"] == 0 and "no preferred file" in br["error"],
               "failures are retried and reported: %s" % br)
