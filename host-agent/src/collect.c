@@ -104,23 +104,17 @@ void col_invalidate(struct collector *col, const char *uuid)
  * schedinfo` changes it); xml_value when it cannot be read. */
 static unsigned live_shares(virDomainPtr dom, unsigned xml_value)
 {
-    virTypedParameterPtr params = NULL;
+    virTypedParameterPtr params;
     unsigned long long v = 0;
     unsigned out = xml_value;
-    char *type;
-    int n = 0;
+    int n;
 
-    if (!(type = virDomainGetSchedulerType(dom, &n)))
+    if (conn_sched_params(dom, &params, &n) < 0)
         return out;
-    free(type);
-    if (n <= 0 || !(params = calloc((size_t)n, sizeof(*params))))
-        return out;
-    if (virDomainGetSchedulerParametersFlags(dom, params, &n, VIR_DOMAIN_AFFECT_LIVE) == 0 &&
-        virTypedParamsGetULLong(params, n, VIR_DOMAIN_SCHEDULER_CPU_SHARES, &v) == 1 && v > 0 &&
+    if (virTypedParamsGetULLong(params, n, VIR_DOMAIN_SCHEDULER_CPU_SHARES, &v) == 1 && v > 0 &&
         v <= 262144)
         out = (unsigned)v;
-    virTypedParamsClear(params, n);
-    free(params);
+    virTypedParamsFree(params, n);
     return out;
 }
 

@@ -37,6 +37,27 @@ const char *conn_error(void)
     return m ? m : "unknown libvirt error";
 }
 
+int conn_sched_params(virDomainPtr dom, virTypedParameterPtr *params, int *n)
+{
+    char *type;
+
+    *params = NULL;
+    *n = 0;
+    if (!(type = virDomainGetSchedulerType(dom, n)))
+        return -EIO;
+    free(type);
+    if (*n <= 0)
+        return -EIO;
+    if (!(*params = calloc((size_t)*n, sizeof(**params))))
+        return -ENOMEM;
+    if (virDomainGetSchedulerParametersFlags(dom, *params, n, VIR_DOMAIN_AFFECT_LIVE) < 0) {
+        free(*params);
+        *params = NULL;
+        return -EIO;
+    }
+    return 0;
+}
+
 bool conn_error_is_denied(void)
 {
     virErrorPtr e = virGetLastError();

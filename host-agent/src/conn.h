@@ -30,6 +30,9 @@ void conn_init_libvirt(void);
 const char *conn_error(void);
 /* The last libvirt error was a refusal (authentication, or the socket's permissions). */
 bool conn_error_is_denied(void);
+/* dom's live scheduler parameters (libvirt wants their count first): 0 with *params (free with
+ * virTypedParamsFree(*params, *n)) and *n, or -EIO / -ENOMEM. */
+int conn_sched_params(virDomainPtr dom, virTypedParameterPtr *params, int *n);
 
 struct conn *conn_new(const char *uri, bool readonly, conn_fn fn, void *ctx);
 /* One attempt.  Returns 0 or -ENOTCONN (the reason is in conn_error()). */

@@ -46,28 +46,19 @@ const struct enf_vm *enf_find(const struct enforcer *f, const char *uuid)
 
 static int get_period_quota(virDomainPtr dom, unsigned long long *period, long long *quota)
 {
-    virTypedParameterPtr params = NULL;
-    int n = 0, rc = -EIO;
-    char *type;
+    virTypedParameterPtr params;
+    int n, rc;
 
     *period = PERIOD_US;
     *quota = -1;
-    /* how many parameters the scheduler has: libvirt wants the count up front */
-    if (!(type = virDomainGetSchedulerType(dom, &n)))
-        return -EIO;
-    free(type);
-    if (n <= 0 || !(params = calloc((size_t)n, sizeof(*params))))
-        return n <= 0 ? -EIO : -ENOMEM;
-    if (virDomainGetSchedulerParametersFlags(dom, params, &n, VIR_DOMAIN_AFFECT_LIVE) == 0) {
-        virTypedParamsGetULLong(params, n, VIR_DOMAIN_SCHEDULER_GLOBAL_PERIOD, period);
-        virTypedParamsGetLLong(params, n, VIR_DOMAIN_SCHEDULER_GLOBAL_QUOTA, quota);
-        if (*quota <= 0 || *quota >= QUOTA_UNLIMITED_MIN)
-            *quota = -1;
-        rc = 0;
-    }
-    virTypedParamsClear(params, n);
-    free(params);
-    return rc;
+    if ((rc = conn_sched_params(dom, &params, &n)) < 0)
+        return rc;
+    virTypedParamsGetULLong(params, n, VIR_DOMAIN_SCHEDULER_GLOBAL_PERIOD, period);
+    virTypedParamsGetLLong(params, n, VIR_DOMAIN_SCHEDULER_GLOBAL_QUOTA, quota);
+    if (*quota <= 0 || *quota >= QUOTA_UNLIMITED_MIN)
+        *quota = -1;
+    virTypedParamsFree(params, n);
+    return 0;
 }
 
 static int put_period_quota(virDomainPtr dom, unsigned long long period, long long quota)
@@ -102,6 +93,12 @@ static int get_record(virDomainPtr dom, struct dx_cap *cap)
     return cap->present ? 0 : -ENOENT;
 }
 
+static int drop_record(virDomainPtr dom)
+{
+    return virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, NULL, NULL, DX_CAP_URI,
+                                VIR_DOMAIN_AFFECT_LIVE) < 0 ? -EIO : 0;
+}
+
 int enf_set_quota(virConnectPtr vc, const char *uuid, double cpus, char *err, size_t errlen)
 {
     struct dx_cap rec = {0};
@@ -128,8 +125,7 @@ int enf_set_quota(virConnectPtr vc, const char *uuid, double cpus, char *err, si
             /* Release: the administrator's own period and quota back, then the record goes. */
             snprintf(err, errlen, "cannot restore the CPU quota: %s", conn_error());
             rc = -EIO;
-        } else if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, NULL, NULL, DX_CAP_URI,
-                                        VIR_DOMAIN_AFFECT_LIVE) < 0) {
+        } else if (drop_record(dom) < 0) {
             /* A record left behind would make a later hostd set this quota back over whatever
              * the administrator sets next: the release is tried again (restoring twice is
              * harmless). */
@@ -159,8 +155,7 @@ int enf_set_quota(virConnectPtr vc, const char *uuid, double cpus, char *err, si
         rc = -EIO;
         /* no cap, so no record of one (a record from an earlier cap stays: it still is) */
         if (have == -ENOENT)
-            virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, NULL, NULL, DX_CAP_URI,
-                                 VIR_DOMAIN_AFFECT_LIVE);
+            drop_record(dom);
     }
 out:
     virDomainFree(dom);
@@ -214,7 +209,6 @@ static void adopt(struct enforcer *f, struct enf_vm *v, double cpus, bool cappin
             v->name, cpus);
     v->capped = true;
     v->cap_cpus = cpus;
-    f->adopted++;
 }
 
 void enf_failed(struct enforcer *f, const char *uuid, double cpus, const char *why)

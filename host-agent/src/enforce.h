@@ -36,7 +36,7 @@ struct enforcer {
     void *quota_ctx;
     struct enf_vm *vm; /* sorted by uuid */
     unsigned nvm;
-    uint64_t caps, releases, failures, adopted;
+    uint64_t caps, releases, failures;
 };
 
 void enf_init(struct enforcer *f, const struct hd_config *cfg, enf_quota_fn quota, void *ctx);

@@ -139,6 +139,7 @@ int model_build(struct model *m, const struct snapshot *prev, const struct snaps
     m->t_ns = cur->t_ns;
     m->interval_s = prev ? dt_ns / 1e9 : 0;
     m->npcpu = cur->npcpu < HD_PCPU_MAX ? cur->npcpu : HD_PCPU_MAX;
+    m->shares_default = cur->shares_default;
     m->pcpu_busy = calloc(m->npcpu + 1, sizeof(double));
     m->pcpu_wait = calloc(m->npcpu + 1, sizeof(double));
     m->pcpu_contention = calloc(m->npcpu + 1, sizeof(double));
@@ -154,7 +155,6 @@ int model_build(struct model *m, const struct snapshot *prev, const struct snaps
         m->ndom++;
         if ((rc = dom_build(&m->dom[i], &cur->dom[i], old, m->npcpu, dt_ns)) < 0)
             goto cleanup;
-        m->dom[i].shares_default = cur->shares_default;
     }
     if (prev && prev->has_psi && cur->has_psi && cur->psi_some_us >= prev->psi_some_us) {
         m->has_psi = true;

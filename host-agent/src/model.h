@@ -29,7 +29,6 @@ struct model_dom {
     char uuid[SNAP_UUID_LEN + 1];
     unsigned threads;
     unsigned shares;             /* live cpu_shares, 0 unknown */
-    unsigned shares_default;     /* the host's cpu_shares of an unweighted domain, 0 unknown */
     char channel[SNAP_PATH_MAX]; /* org.corehint.0 socket, "" when none */
     double cap_recorded;         /* a cap a hostd recorded in the domain's metadata, 0 none */
     ch_cpuset housekeeping;      /* from the guest's hello; empty: unknown */
@@ -61,6 +60,7 @@ struct model {
     bool has_schedstat;
     bool has_psi;
     double psi_some; /* share of the interval some task waited for CPU */
+    unsigned shares_default; /* the host's cpu_shares of an unweighted domain, 0 unknown */
     unsigned ndom;
     struct model_dom *dom; /* same order as the current snapshot: by uuid */
     unsigned npool;

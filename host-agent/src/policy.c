@@ -206,8 +206,8 @@ static unsigned round_to_cores(unsigned k, unsigned threads, unsigned n)
     return k > n ? n : k;
 }
 
-static double weight_of(const struct model_dom *d, const struct hd_config *cfg,
-                        const struct cfg_domain *cd)
+static double weight_of(const struct model_dom *d, unsigned shares_default,
+                        const struct hd_config *cfg, const struct cfg_domain *cd)
 {
     if (cd && cd->weight > 0)
         return cd->weight;
@@ -215,15 +215,15 @@ static double weight_of(const struct model_dom *d, const struct hd_config *cfg,
      * weighted (cpu_shares 1024 on cgroup v1, cpu.weight 100 on v2): 1 by default, whatever
      * its vCPU count, because that is how the kernel shares the pCPUs among domains. */
     if (cfg->use_shares && d->shares > 0)
-        return d->shares / (double)(d->shares_default ? d->shares_default : 1024);
+        return d->shares / (double)(shares_default ? shares_default : 1024);
     /* Not readable for this domain on a host whose default is known: the default. */
-    if (cfg->use_shares && d->shares_default)
+    if (cfg->use_shares && shares_default)
         return 1;
     /* Unknown (a recording without it, use_shares = no): what a flat scheduler gives. */
     return d->nvcpu ? d->nvcpu : 1;
 }
 
-static void prepare(struct work *w, const struct hd_config *cfg)
+static void prepare(struct work *w, unsigned shares_default, const struct hd_config *cfg)
 {
     const struct model_dom *d = w->d;
     const struct pol_decision *p = w->prev;
@@ -235,7 +235,7 @@ static void prepare(struct work *w, const struct hd_config *cfg)
     memcpy(o->uuid, d->uuid, sizeof(o->uuid));
     o->nvcpu = n;
     o->demand = d->demand;
-    o->weight = weight_of(d, cfg, cd);
+    o->weight = weight_of(d, shares_default, cfg, cd);
     o->opt_out = cd && cd->opt_out;
     o->pool = d->pool;
     w->prev_k = n;
@@ -566,7 +566,7 @@ int pol_step(const struct model *m, const struct hd_config *cfg, const struct po
 
         *w = (struct work){.d = &m->dom[i], .out = &out[i]};
         w->prev = prev_find(prev, nprev, m->dom[i].uuid);
-        prepare(w, cfg);
+        prepare(w, m->shares_default, cfg);
     }
     memcpy(load, m->pcpu_contention, m->npcpu * sizeof(*load));
     for (unsigned p = 0; p < m->npool; p++) {

@@ -214,7 +214,7 @@ static void six_and_two(struct bed *b, unsigned six, unsigned two, unsigned dflt
     bed_init(b, 4, 2);
     bed_dom(b, 0, "six", 6, 0.6, 0.4, NULL)->shares = six;
     bed_dom(b, 1, "two", 2, 0.6, 0.4, NULL)->shares = two;
-    b->m.dom[0].shares_default = b->m.dom[1].shares_default = dflt;
+    b->m.shares_default = dflt;
 }
 
 TEST(unequal_weights)
