@@ -34,7 +34,8 @@ static void vcpu_rates(struct model_vcpu *mv, const struct snap_vcpu *cur,
 {
     mv->id = cur->id;
     mv->halted = cur->has_halted && cur->halted;
-    mv->home = pset_count(&cur->affinity) == 1 ? pset_next(&cur->affinity, 0) : cur->pcpu;
+    mv->home = pset_count(&cur->affinity) == 1 ? pset_next(&cur->affinity, 0) : -1;
+    mv->last = cur->pcpu;
     /* A counter that went backwards means the vCPU thread was recreated (domain restart,
      * hot-unplug and re-plug): the interval says nothing about it. */
     mv->measured = old && cur->time_ns >= old->time_ns &&
@@ -79,11 +80,12 @@ static int dom_build(struct model_dom *md, const struct snap_dom *cur, const str
             continue;
         mv = &md->vcpu[md->nvcpu++];
         vcpu_rates(mv, sv, vcpu_find(old, sv->id), dt_ns);
+        mv->span = pset_count(&sv->affinity) ? sv->affinity : all;
         md->measured &= mv->measured;
         md->run += mv->run;
         md->wait += mv->wait;
         md->demand += mv->demand;
-        pset_or(&md->span, pset_count(&sv->affinity) ? &sv->affinity : &all);
+        pset_or(&md->span, &mv->span);
     }
     if (md->nvcpu == 0)
         md->measured = false;
@@ -110,17 +112,23 @@ static void pcpu_rates(struct model *m, const struct snapshot *prev, const struc
             m->pcpu_rqwait[p] = frac(c->wait_ns, prev->pcpu[p].wait_ns, dt_ns);
     }
     for (unsigned i = 0; i < m->ndom; i++) {
-        for (unsigned v = 0; v < m->dom[i].nvcpu; v++) {
-            const struct model_vcpu *mv = &m->dom[i].vcpu[v];
+        const struct model_dom *d = &m->dom[i];
 
-            if (mv->home < 0 || (unsigned)mv->home >= m->npcpu)
-                continue;
-            m->pcpu_wait[mv->home] += mv->wait;
-            if (!m->has_node_stats)
-                m->pcpu_busy[mv->home] += mv->run;
+        if (!m->has_node_stats)
+            model_book(d, NULL, MQ_RUN, 1, m->pcpu_busy, m->npcpu);
+        if (!m->has_schedstat) {
+            model_book(d, NULL, MQ_WAIT, 1, m->pcpu_wait, m->npcpu);
+            continue;
         }
+        /* The kernel's per-CPU figure holds every waiter, pinned vCPUs included; their own
+         * counters are read a moment apart from it and only ever raise it. */
+        for (unsigned v = 0; v < d->nvcpu; v++)
+            if (d->vcpu[v].home >= 0 && (unsigned)d->vcpu[v].home < m->npcpu)
+                m->pcpu_wait[d->vcpu[v].home] += d->vcpu[v].wait;
     }
     for (unsigned p = 0; p < m->npcpu; p++) {
+        if (m->has_schedstat && m->pcpu_rqwait[p] > m->pcpu_wait[p])
+            m->pcpu_wait[p] = m->pcpu_rqwait[p];
         if (m->pcpu_busy[p] > 1)
             m->pcpu_busy[p] = 1;
         m->pcpu_contention[p] = m->pcpu_busy[p] + m->pcpu_wait[p];
@@ -160,9 +168,9 @@ int model_build(struct model *m, const struct snapshot *prev, const struct snaps
         m->has_psi = true;
         m->psi_some = frac(cur->psi_some_us * 1000, prev->psi_some_us * 1000, dt_ns);
     }
-    pcpu_rates(m, prev, cur, dt_ns);
     if ((rc = model_pools(m)) < 0)
         goto cleanup;
+    pcpu_rates(m, prev, cur, dt_ns);
     return 0;
 
 cleanup:
@@ -177,6 +185,91 @@ static unsigned uf_find(unsigned *parent, unsigned x)
         x = parent[x];
     }
     return x;
+}
+
+static bool pset_equal(const struct hd_pset *a, const struct hd_pset *b)
+{
+    return memcmp(a, b, sizeof(*a)) == 0;
+}
+
+static unsigned span_count(const struct hd_pset *span, unsigned npcpu)
+{
+    unsigned n = 0;
+
+    pset_foreach(p, span)
+    {
+        if ((unsigned)p >= npcpu)
+            break;
+        n++;
+    }
+    return n;
+}
+
+void model_spread(const struct hd_pset *span, unsigned n, double u, double *load, unsigned npcpu)
+{
+    if (!n && !(n = span_count(span, npcpu)))
+        return;
+    pset_foreach(p, span)
+    {
+        if ((unsigned)p >= npcpu)
+            break;
+        load[p] += u / n;
+    }
+}
+
+double model_span_mean(const struct hd_pset *span, const double *load, unsigned npcpu)
+{
+    double sum = 0;
+    unsigned n = 0;
+
+    pset_foreach(p, span)
+    {
+        if ((unsigned)p >= npcpu)
+            break;
+        sum += load[p];
+        n++;
+    }
+    return n ? sum / n : 0;
+}
+
+void model_book(const struct model_dom *d, const ch_cpuset *only, enum model_qty q, double scale,
+                double *load, unsigned npcpu)
+{
+    double wide = 0; /* what the vCPUs floating over the whole span add, spread once */
+
+    for (unsigned v = 0; v < d->nvcpu; v++) {
+        const struct model_vcpu *mv = &d->vcpu[v];
+        double u = scale * (q == MQ_RUN    ? mv->run
+                            : q == MQ_WAIT ? mv->wait
+                            : q == MQ_DEMAND ? mv->demand
+                                             : 1);
+
+        if (only && !ch_cpuset_test(only, mv->id))
+            continue;
+        if (mv->home >= 0) {
+            if ((unsigned)mv->home < npcpu)
+                load[mv->home] += u;
+        } else if (mv->wide) {
+            wide += u;
+        } else {
+            model_spread(&mv->span, 0, u, load, npcpu);
+        }
+    }
+    if (wide != 0 && d->nspan)
+        model_spread(&d->span, d->nspan, wide, load, npcpu);
+}
+
+/* Each vCPU's span (its VM's when it has none of its own), wide, and the VM's nspan. */
+static void dom_spans(struct model_dom *d, unsigned npcpu)
+{
+    d->nspan = span_count(&d->span, npcpu);
+    for (unsigned v = 0; v < d->nvcpu; v++) {
+        struct model_vcpu *mv = &d->vcpu[v];
+
+        if (!pset_count(&mv->span))
+            mv->span = d->span;
+        mv->wide = mv->home < 0 && pset_equal(&mv->span, &d->span);
+    }
 }
 
 int model_pools(struct model *m)
@@ -199,6 +292,7 @@ int model_pools(struct model *m)
     for (unsigned i = 0; i < m->ndom; i++) {
         int first = pset_next(&m->dom[i].span, 0);
 
+        dom_spans(&m->dom[i], m->npcpu);
         if (first < 0)
             continue;
         pset_foreach(p, &m->dom[i].span)

@@ -2,9 +2,15 @@
 /*
  * model: two snapshots -> rates.  Per vCPU the share of the interval it ran and waited in the
  * host run queue, per VM its demand (run + wait, in CPUs), per pCPU its contention (host busy
- * plus the wait of the vCPUs that ran there), and the pools: connected components of the pCPU
- * sets the VMs may run on.  A VM belongs to exactly one pool (all its vCPUs' affinities are
- * joined) because the policy gives each VM one preferred count.
+ * plus run-queue wait), and the pools: connected components of the pCPU sets the VMs may run
+ * on.  A VM belongs to exactly one pool (all its vCPUs' affinities are joined) because the
+ * policy gives each VM one preferred count.
+ *
+ * Which wait a pCPU carries: with /proc/schedstat (hostd on the host it manages), the
+ * run-queue wait the kernel integrated on that CPU over the interval, whoever waited; without
+ * it, the wait of the vCPUs pinned to it plus an even share of the wait of each vCPU that may
+ * float over it.  A floating vCPU is never charged to the pCPU it happened to sit on when
+ * sampled: over an interval the host scheduler moves it around its affinity.
  */
 #ifndef HOSTD_MODEL_H
 #define HOSTD_MODEL_H
@@ -21,7 +27,10 @@ struct model_vcpu {
     double demand; /* run + wait, 0 when halted */
     bool halted;
     bool measured; /* false: new vCPU or its counters went backwards */
-    int home;      /* the pCPU it is pinned to, else the one it last ran on; -1 unknown */
+    int home;      /* the pCPU it is pinned to (an affinity of one pCPU); -1 when it floats */
+    int last;      /* the pCPU it last ran on, -1 unknown (shown, not used: it moves) */
+    bool wide;     /* floating over exactly its VM's span (the usual case: one affinity) */
+    struct hd_pset span; /* the pCPUs it may run on: its affinity, else every host pCPU */
 };
 
 struct model_dom {
@@ -40,6 +49,7 @@ struct model_dom {
     bool measured;               /* every vCPU has a previous sample to compare with */
     unsigned pool;
     struct hd_pset span; /* union of its vCPUs' affinities */
+    unsigned nspan;      /* members of span below the model's npcpu */
 };
 
 struct model_pool {
@@ -72,8 +82,22 @@ struct model {
  * Returns 0, -EINVAL when time did not advance, -ENOMEM.
  */
 int model_build(struct model *m, const struct snapshot *prev, const struct snapshot *cur);
-/* (Re)compute pools from the domains' spans; model_build calls it. */
+/* (Re)compute pools from the domains' spans, and each vCPU's span (the VM's when it has none),
+ * wide and the VMs' nspan; model_build calls it. */
 int model_pools(struct model *m);
+
+enum model_qty { MQ_RUN, MQ_WAIT, MQ_DEMAND, MQ_ONE };
+/*
+ * Add scale times a quantity (its run, wait, demand, or 1) of each vCPU of d whose id is in
+ * only (NULL: all) to load[] (npcpu entries): a pinned vCPU's on its pCPU, a floating one's
+ * spread evenly over the pCPUs of its span.
+ */
+void model_book(const struct model_dom *d, const ch_cpuset *only, enum model_qty q, double scale,
+                double *load, unsigned npcpu);
+/* Spread u evenly over the members of span below npcpu (n of them; 0: counted here). */
+void model_spread(const struct hd_pset *span, unsigned n, double u, double *load, unsigned npcpu);
+/* Mean of load[] over the members of span below npcpu; 0 when none. */
+double model_span_mean(const struct hd_pset *span, const double *load, unsigned npcpu);
 void model_free(struct model *m);
 
 #endif

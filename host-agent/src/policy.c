@@ -109,32 +109,32 @@ static unsigned group_cores(const struct model_dom *d, const ch_cpuset *hk, cons
     return ncore;
 }
 
-/* Mean booked load of the pCPUs a core's vCPUs sit on; 0 when none is known (floating). */
+/* Mean booked load of the pCPUs a core's vCPUs run on: a pinned vCPU's pCPU, the mean over
+ * the span of a floating one (wide_mean for those floating over the VM's whole span). */
 static double core_load(const struct model_dom *d, const struct core *c, const double *load,
-                        unsigned npcpu)
+                        unsigned npcpu, double wide_mean)
 {
     double sum = 0;
     unsigned known = 0;
 
     for (unsigned v = c->first; v < c->first + c->n; v++) {
-        int h = d->vcpu[v].home;
-        if (h >= 0 && (unsigned)h < npcpu) {
-            sum += load[h];
-            known++;
-        }
+        const struct model_vcpu *mv = &d->vcpu[v];
+
+        if (mv->home >= 0 && (unsigned)mv->home >= npcpu)
+            continue;
+        sum += mv->home >= 0 ? load[mv->home]
+               : mv->wide    ? wide_mean
+                             : model_span_mean(&mv->span, load, npcpu);
+        known++;
     }
     return known ? sum / known : 0;
 }
 
-/* Book u CPUs for each vCPU of set on its pCPU. */
+/* Book u CPUs for each vCPU of set where it runs. */
 static void book(const struct model_dom *d, const ch_cpuset *set, double u, double *load,
                  unsigned npcpu)
 {
-    for (unsigned i = 0; i < d->nvcpu; i++) {
-        int h = d->vcpu[i].home;
-        if (h >= 0 && (unsigned)h < npcpu && ch_cpuset_test(set, d->vcpu[i].id))
-            load[h] += u;
-    }
+    model_book(d, set, MQ_ONE, u, load, npcpu);
 }
 
 /*
@@ -149,6 +149,9 @@ static void pick(const struct model_dom *d, unsigned k, double u, const ch_cpuse
     ch_cpuset hk;
     unsigned ncore, got = 0;
     bool need_hk = true;
+    /* vCPUs floating over the whole span all see its mean load; what they book is spread
+     * once at the end, and raises that mean by u / nspan each meanwhile */
+    double wide_mean = d->nspan ? model_span_mean(&d->span, load, npcpu) : 0, wide = 0;
 
     housekeeping_of(d, &hk);
     ncore = group_cores(d, &hk, prev, cores);
@@ -161,7 +164,7 @@ static void pick(const struct model_dom *d, unsigned k, double u, const ch_cpuse
             const struct core *x = &cores[c];
             if (x->taken || (need_hk && !x->has_hk))
                 continue;
-            double l = core_load(d, x, load, npcpu);
+            double l = core_load(d, x, load, npcpu, wide_mean);
             if (best >= 0) {
                 const struct core *y = &cores[best];
                 if (l > best_load + EPS)
@@ -184,12 +187,22 @@ static void pick(const struct model_dom *d, unsigned k, double u, const ch_cpuse
         need_hk = false;
         for (unsigned v = cores[best].first; v < cores[best].first + cores[best].n && got < k;
              v++, got++) {
-            ch_cpuset_set(out, d->vcpu[v].id);
-            int h = d->vcpu[v].home;
-            if (h >= 0 && (unsigned)h < npcpu)
-                load[h] += u;
+            const struct model_vcpu *mv = &d->vcpu[v];
+
+            ch_cpuset_set(out, mv->id);
+            if (mv->home >= 0) {
+                if ((unsigned)mv->home < npcpu)
+                    load[mv->home] += u;
+            } else if (mv->wide) {
+                wide += u;
+                wide_mean += d->nspan ? u / d->nspan : 0;
+            } else {
+                model_spread(&mv->span, 0, u, load, npcpu);
+            }
         }
     }
+    if (wide != 0 && d->nspan)
+        model_spread(&d->span, d->nspan, wide, load, npcpu);
 }
 
 static void all_vcpus(const struct model_dom *d, ch_cpuset *out)
@@ -475,11 +488,7 @@ static int assign_pool(struct work *v, unsigned cnt, const struct model_pool *po
 
         if (!w->out->contended || w->out->count == 0)
             continue;
-        for (unsigned j = 0; j < d->nvcpu; j++) {
-            int h = d->vcpu[j].home;
-            if (h >= 0 && (unsigned)h < npcpu)
-                load[h] -= d->vcpu[j].demand;
-        }
+        model_book(d, NULL, MQ_DEMAND, -1, load, npcpu);
     }
     for (unsigned i = 0; i < cnt; i++) {
         struct work *w = &v[i];

@@ -119,6 +119,7 @@ static json_object *dom_json(const struct model_dom *d, const struct pol_decisio
         json_object_object_add(x, "run", num(d->vcpu[v].run));
         json_object_object_add(x, "wait", num(d->vcpu[v].wait));
         json_object_object_add(x, "home", json_object_new_int(d->vcpu[v].home));
+        json_object_object_add(x, "last", json_object_new_int(d->vcpu[v].last));
         json_object_object_add(x, "halted", json_object_new_boolean(d->vcpu[v].halted));
         json_object_array_add(vs, x);
     }

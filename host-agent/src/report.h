@@ -8,7 +8,8 @@
  *  "pools":[{"id":N,"cpus":"cpulist","capacity":X,"demand":X,"contended":B,"domains":N}...],
  *  "domains":[{"name":S,"uuid":S,"pool":N,"vcpus":N,"threads":N,"measured":B,
  *              "run":X,"wait":X,"demand":X,"acked":B,"applied":"cpulist"?,
- *              "vcpu":[{"id":N,"run":X,"wait":X,"home":N,"halted":B}...],
+ *              "vcpu":[{"id":N,"run":X,"wait":X,"home":N,"last":N,"halted":B}...],
+ *              (home: the pCPU it is pinned to, -1 floating; last: where it last ran)
  *              "decision":{"preferred":"cpulist","count":N,"target":N,"weight":X,
  *                          "entitlement":X,"reason":S,"contended":B,"censored":B,
  *                          "opt_out":B,"compliant":B,"violations":N,"age":N}}...]}

@@ -67,12 +67,14 @@ TEST(rates_from_deltas)
     CHECK(m.dom[0].vcpu[0].wait > 0.24 && m.dom[0].vcpu[0].wait < 0.26);
     CHECK(m.dom[0].vcpu[1].run > 0.99 && m.dom[0].vcpu[1].run < 1.01);
     CHECK(m.dom[0].demand > 1.74 && m.dom[0].demand < 1.76);
-    /* the wait is attributed to the pCPU the vCPUs ran on */
-    CHECK(m.pcpu_wait[1] > 0.24 && m.pcpu_wait[1] < 0.26);
-    CHECK(m.pcpu_wait[0] < 0.001);
-    /* no node stats: busy is the vCPUs' run time there */
-    CHECK(m.pcpu_busy[1] > 0.99);
-    CHECK(m.pcpu_contention[1] > 1.24 && m.pcpu_contention[1] < 1.26);
+    /* both float over both pCPUs: their wait, and (no node stats) their run, are spread over
+     * them, not charged to pCPU 1 where they were sampled */
+    CHECK(m.pcpu_wait[0] > 0.124 && m.pcpu_wait[0] < 0.126);
+    CHECK(m.pcpu_wait[1] > 0.124 && m.pcpu_wait[1] < 0.126);
+    CHECK(m.pcpu_busy[0] > 0.74 && m.pcpu_busy[0] < 0.76);
+    CHECK(m.pcpu_contention[1] > 0.874 && m.pcpu_contention[1] < 0.876);
+    CHECK_INT(m.dom[0].vcpu[0].home, -1);
+    CHECK_INT(m.dom[0].vcpu[0].last, 1);
     model_free(&m);
     snap_free(a);
     snap_free(b);
@@ -195,6 +197,73 @@ TEST(pools_are_components_of_pinning)
     CHECK_INT(model_build(&m, a, b), 0);
     CHECK_INT(m.npool, 1);
     CHECK_INT(m.pool[0].ncpu, 8);
+    model_free(&m);
+    snap_free(a);
+    snap_free(b);
+}
+
+/* Without schedstat: a pinned vCPU's wait on its pCPU, a floating one's spread evenly over
+ * its affinity, never on the pCPU it happened to be on when sampled. */
+TEST(floating_wait_spread_over_affinity)
+{
+    struct snapshot *a = snap(S, 4), *b = snap(2 * S, 4);
+    struct model m;
+
+    for (int k = 0; k < 2; k++) {
+        struct snap_dom *d = dom(k ? b : a, "a", 3);
+        pin(&d->vcpu[0], "0-3");
+        pin(&d->vcpu[1], "1");
+        pin(&d->vcpu[2], "2-3");
+        d->vcpu[0].pcpu = 3;
+        d->vcpu[2].pcpu = 3;
+        if (k) {
+            d->vcpu[0].delay_ns = 4 * S / 10;
+            d->vcpu[1].delay_ns = 2 * S / 10;
+            d->vcpu[2].delay_ns = 2 * S / 10;
+        }
+    }
+    CHECK_INT(model_build(&m, a, b), 0);
+    CHECK(!m.has_schedstat);
+    CHECK_INT(m.dom[0].vcpu[0].home, -1);
+    CHECK_INT(m.dom[0].vcpu[1].home, 1);
+    CHECK(m.dom[0].vcpu[0].wide && !m.dom[0].vcpu[2].wide);
+    CHECK_INT(m.dom[0].nspan, 4);
+    static const double want[4] = {0.1, 0.3, 0.2, 0.2};
+    for (unsigned p = 0; p < 4; p++)
+        CHECK_MSG(m.pcpu_wait[p] > want[p] - 1e-6 && m.pcpu_wait[p] < want[p] + 1e-6,
+                  "pCPU %u wait %.4f, want %.4f", p, m.pcpu_wait[p], want[p]);
+    model_free(&m);
+    snap_free(a);
+    snap_free(b);
+}
+
+/* With schedstat, a pCPU's wait is what its run queue integrated over the interval: a
+ * floating vCPU's wait is in there already and is not added again; a pinned vCPU's own
+ * counter, read a moment apart, only ever raises it. */
+TEST(schedstat_is_the_pcpu_wait)
+{
+    struct snapshot *a = snap(S, 2), *b = snap(2 * S, 2);
+    struct model m;
+
+    a->has_schedstat = b->has_schedstat = true;
+    a->pcpu[0].wait_ns = 10 * S;
+    b->pcpu[0].wait_ns = 10 * S + S / 2;
+    a->pcpu[1].wait_ns = 3 * S;
+    b->pcpu[1].wait_ns = 3 * S + S / 10;
+    for (int k = 0; k < 2; k++) {
+        struct snap_dom *d = dom(k ? b : a, "a", 2);
+        pin(&d->vcpu[1], "1");
+        d->vcpu[0].pcpu = 0;
+        if (k) {
+            d->vcpu[0].delay_ns = 4 * S / 10;
+            d->vcpu[1].delay_ns = 3 * S / 10;
+        }
+    }
+    CHECK_INT(model_build(&m, a, b), 0);
+    CHECK(m.has_schedstat);
+    CHECK_MSG(m.pcpu_wait[0] > 0.499 && m.pcpu_wait[0] < 0.501, "pCPU 0 wait %.4f", m.pcpu_wait[0]);
+    CHECK_MSG(m.pcpu_wait[1] > 0.299 && m.pcpu_wait[1] < 0.301, "pCPU 1 wait %.4f", m.pcpu_wait[1]);
+    CHECK(m.pcpu_rqwait[1] > 0.099 && m.pcpu_rqwait[1] < 0.101);
     model_free(&m);
     snap_free(a);
     snap_free(b);

@@ -29,8 +29,17 @@ static void bed_init(struct bed *b, unsigned npcpu, unsigned ndom)
     b->m.pcpu_rqwait = calloc(npcpu, sizeof(double));
 }
 
+/* vCPU v of d pinned to pCPU p alone (and d may run there). */
+static void pin_vcpu(struct model_dom *d, unsigned v, unsigned p)
+{
+    d->vcpu[v].home = (int)p;
+    pset_zero(&d->vcpu[v].span);
+    pset_set(&d->vcpu[v].span, p);
+    pset_set(&d->span, p);
+}
+
 /* Domain i: nvcpu vCPUs each running run and waiting wait; affinity a cpulist for all of
- * them, "pin" = vCPU v pinned to pCPU pin_base + v, NULL = every host CPU. */
+ * them (they float over it), "pin" = vCPU v pinned to pCPU v, NULL = every host CPU. */
 static struct model_dom *bed_dom(struct bed *b, unsigned i, const char *name, unsigned nvcpu,
                                  double run, double wait, const char *affinity)
 {
@@ -45,34 +54,33 @@ static struct model_dom *bed_dom(struct bed *b, unsigned i, const char *name, un
     d->measured = true;
     d->vcpu = calloc(nvcpu, sizeof(*d->vcpu));
     for (unsigned v = 0; v < nvcpu; v++) {
-        d->vcpu[v] =
-            (struct model_vcpu){.id = v, .run = run, .wait = wait, .measured = true, .home = -1};
+        d->vcpu[v] = (struct model_vcpu){
+            .id = v, .run = run, .wait = wait, .measured = true, .home = -1, .last = -1};
     }
     if (affinity && strcmp(affinity, "pin") == 0) {
-        for (unsigned v = 0; v < nvcpu; v++) {
-            d->vcpu[v].home = (int)(v % b->m.npcpu);
-            pset_set(&d->span, v % b->m.npcpu);
-        }
+        for (unsigned v = 0; v < nvcpu; v++)
+            pin_vcpu(d, v, v % b->m.npcpu);
     } else if (affinity) {
         ch_cpuset cs;
         ch_cpulist_parse(affinity, strlen(affinity), &cs);
         pset_from_cpuset(&d->span, &cs);
-        for (unsigned v = 0; v < nvcpu; v++)
-            d->vcpu[v].home = pset_next(&d->span, 0);
+        if (pset_count(&d->span) == 1)
+            for (unsigned v = 0; v < nvcpu; v++)
+                pin_vcpu(d, v, (unsigned)pset_next(&d->span, 0));
     } else {
         for (unsigned p = 0; p < b->m.npcpu; p++)
             pset_set(&d->span, p);
-        for (unsigned v = 0; v < nvcpu; v++)
-            d->vcpu[v].home = (int)(v % b->m.npcpu);
     }
     return d;
 }
 
-/* Sums, per-pCPU contention and pools, as model_build would derive them. */
+/* Sums, pools and per-pCPU contention, as model_build would derive them without node stats
+ * or schedstat. */
 static void bed_finish(struct bed *b)
 {
     for (unsigned p = 0; p < b->m.npcpu; p++)
         b->m.pcpu_busy[p] = b->m.pcpu_wait[p] = 0;
+    model_pools(&b->m);
     for (unsigned i = 0; i < b->m.ndom; i++) {
         struct model_dom *d = &b->m.dom[i];
         d->run = d->wait = d->demand = 0;
@@ -82,15 +90,12 @@ static void bed_finish(struct bed *b)
             d->run += mv->run;
             d->wait += mv->wait;
             d->demand += mv->demand;
-            if (mv->home >= 0) {
-                b->m.pcpu_busy[mv->home] += mv->run;
-                b->m.pcpu_wait[mv->home] += mv->wait;
-            }
         }
+        model_book(d, NULL, MQ_RUN, 1, b->m.pcpu_busy, b->m.npcpu);
+        model_book(d, NULL, MQ_WAIT, 1, b->m.pcpu_wait, b->m.npcpu);
     }
     for (unsigned p = 0; p < b->m.npcpu; p++)
         b->m.pcpu_contention[p] = b->m.pcpu_busy[p] + b->m.pcpu_wait[p];
-    model_pools(&b->m);
 }
 
 static void step(struct bed *b)
@@ -313,9 +318,10 @@ TEST(pinned_vcpus_prefer_least_contended_pcpus)
     /* a: vCPU v pinned to pCPU v; b: two busy vCPUs pinned to pCPUs 1 and 2 */
     bed_init(&b, 4, 2);
     bed_dom(&b, 0, "a", 4, 0.6, 0.4, "pin");
-    struct model_dom *d = bed_dom(&b, 1, "b", 2, 0.9, 0.1, "1-2");
-    d->vcpu[0].home = 1;
-    d->vcpu[1].home = 2;
+    struct model_dom *d = bed_dom(&b, 1, "b", 2, 0.9, 0.1, NULL);
+    pset_zero(&d->span);
+    pin_vcpu(d, 0, 1);
+    pin_vcpu(d, 1, 2);
     CHECK_INT(cfg_load_text(&b.cfg, "t", "[domain b]\nweight = 6\n", err, sizeof(err)), 0);
     b.cfg.shrink_after = 1;
     step(&b);

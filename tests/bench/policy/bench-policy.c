@@ -56,24 +56,29 @@ static void build(struct model *m, unsigned vms, unsigned vcpus, unsigned pcpus,
             mv->run = 0.2 + 0.3 * noise(&seed);
             mv->wait = 0.5 * noise(&seed);
             mv->demand = mv->run + mv->wait;
-            /* pinned: each VM on one of pcpus/16 disjoint groups of 16 pCPUs; floating: anywhere */
-            mv->home = (int)(pinned ? ((i % (pcpus / 16 ? pcpus / 16 : 1)) * 16 + v % 16) % pcpus
-                                    : (i * vcpus + v) % pcpus);
+            /* pinned: vCPU v of a VM pinned to pCPU v % 16 of one of pcpus/16 disjoint groups
+             * of 16 pCPUs; floating: anywhere */
+            mv->home = -1;
+            if (pinned) {
+                mv->home = (int)(((i % (pcpus / 16 ? pcpus / 16 : 1)) * 16 + v % 16) % pcpus);
+                pset_set(&mv->span, (unsigned)mv->home);
+                pset_set(&d->span, (unsigned)mv->home);
+            }
             d->run += mv->run;
             d->wait += mv->wait;
             d->demand += mv->demand;
-            m->pcpu_busy[mv->home] += mv->run;
-            m->pcpu_wait[mv->home] += mv->wait;
-            if (pinned)
-                pset_set(&d->span, (unsigned)mv->home);
         }
         if (!pinned)
             for (unsigned p = 0; p < pcpus; p++)
                 pset_set(&d->span, p);
     }
+    model_pools(m);
+    for (unsigned i = 0; i < vms; i++) {
+        model_book(&m->dom[i], NULL, MQ_RUN, 1, m->pcpu_busy, pcpus);
+        model_book(&m->dom[i], NULL, MQ_WAIT, 1, m->pcpu_wait, pcpus);
+    }
     for (unsigned p = 0; p < pcpus; p++)
         m->pcpu_contention[p] = (m->pcpu_busy[p] > 1 ? 1 : m->pcpu_busy[p]) + m->pcpu_wait[p];
-    model_pools(m);
 }
 
 static void run(const char *label, unsigned vms, unsigned vcpus, unsigned pcpus, unsigned steps,
