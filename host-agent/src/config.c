@@ -305,3 +305,31 @@ void cfg_free(struct hd_config *c)
     c->domains = NULL;
     c->ndomains = 0;
 }
+
+int cfg_split_listen(const char *listen, char *addr, size_t addrlen, unsigned *port, char *err,
+                     size_t errlen)
+{
+    const char *colon = strrchr(listen, ':');
+    unsigned long n;
+    size_t len;
+    char *end;
+
+    if (!colon || colon == listen || (len = (size_t)(colon - listen)) >= addrlen) {
+        snprintf(err, errlen, "\"%s\": expected ADDR:PORT", listen);
+        return -EINVAL;
+    }
+    errno = 0;
+    n = strtoul(colon + 1, &end, 10);
+    if (*end || end == colon + 1 || errno || n > 65535 || colon[1] == '-' || colon[1] == '+') {
+        snprintf(err, errlen, "\"%s\": bad port", listen);
+        return -EINVAL;
+    }
+    memcpy(addr, listen, len);
+    addr[len] = '\0';
+    if (len >= 2 && addr[0] == '[' && addr[len - 1] == ']') {
+        memmove(addr, addr + 1, len - 2);
+        addr[len - 2] = '\0';
+    }
+    *port = (unsigned)n;
+    return 0;
+}

@@ -89,5 +89,11 @@ void cfg_dump(const struct hd_config *c, FILE *out);
  * actuator)?  Otherwise hostd opens libvirt read-only. */
 bool cfg_needs_write(const struct hd_config *c);
 void cfg_free(struct hd_config *c);
+/*
+ * Split a metrics_listen value "ADDR:PORT" ("[V6ADDR]:PORT" too) into addr (brackets gone)
+ * and port.  Returns 0, or -EINVAL with the reason in err.
+ */
+int cfg_split_listen(const char *listen, char *addr, size_t addrlen, unsigned *port, char *err,
+                     size_t errlen);
 
 #endif

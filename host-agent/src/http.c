@@ -349,30 +349,17 @@ struct http_srv *http_start(struct event_base *base, const char *listen, const s
                             const struct hd_config *cfg)
 {
     struct http_srv *h = calloc(1, sizeof(*h));
-    char addr[128];
-    const char *colon = strrchr(listen, ':');
+    char addr[128], err[256];
     struct evhttp_bound_socket *bound;
     struct sockaddr_storage ss = {0};
     socklen_t sslen = sizeof(ss);
-    unsigned long port;
-    char *end;
+    unsigned port;
 
     if (!h)
         return NULL;
-    if (!colon || colon == listen || (size_t)(colon - listen) >= sizeof(addr)) {
-        log_msg(LOG_LVL_ERR, "metrics_listen \"%s\": expected ADDR:PORT", listen);
+    if (cfg_split_listen(listen, addr, sizeof(addr), &port, err, sizeof(err)) < 0) {
+        log_msg(LOG_LVL_ERR, "metrics_listen %s", err);
         goto fail;
-    }
-    port = strtoul(colon + 1, &end, 10);
-    if (*end || end == colon + 1 || port > 65535) {
-        log_msg(LOG_LVL_ERR, "metrics_listen \"%s\": bad port", listen);
-        goto fail;
-    }
-    memcpy(addr, listen, (size_t)(colon - listen));
-    addr[colon - listen] = '\0';
-    if (addr[0] == '[' && addr[strlen(addr) - 1] == ']') {
-        memmove(addr, addr + 1, strlen(addr));
-        addr[strlen(addr) - 1] = '\0';
     }
     h->e = e;
     h->a = a;
@@ -403,7 +390,7 @@ struct http_srv *http_start(struct event_base *base, const char *listen, const s
             port = ntohs(s4.sin_port);
         }
     }
-    log_msg(LOG_LVL_INFO, "serving /metrics and /status on %s port %lu", addr, port);
+    log_msg(LOG_LVL_INFO, "serving /metrics and /status on %s port %u", addr, port);
     return h;
 
 fail:

@@ -859,6 +859,126 @@ class FaultedHostd:
         return rc, t
 
 
+CTL = os.environ.get("CTL", "corehintctl")
+
+
+def ctl(args, rc=0, timeout=30):
+    """corehintctl with args (wrapped like hostd); returns (stdout, stderr)."""
+    p = subprocess.run(([WRAP] if WRAP else []) + [CTL] + list(args), capture_output=True,
+                       text=True, timeout=timeout * SLOW)
+    if rc is not None and p.returncode != rc:
+        raise Fail("corehintctl %s: exit %d, want %d\n%s%s" % (" ".join(args), p.returncode, rc,
+                                                             p.stdout[-2000:], p.stderr[-2000:]))
+    return p.stdout, p.stderr
+
+
+@case
+def ctl_shows_status_domain_metrics():
+    """corehintctl against a live hostd (replay, two acknowledging guests): status has a line
+    per VM with what hostd decided and what the guest applied, --json is hostd's own document,
+    domain explains one VM's decision, metrics is hostd's /metrics, watch refreshes; the
+    endpoint comes from --endpoint or from metrics_listen in the configuration file."""
+
+    def body(d):
+        def acked(st, n):
+            x = dom_status(st, n) or {}
+            return x.get("acked") and x.get("channel", {}).get("status", {}).get("applied") == "0"
+        wait_for(lambda: all(acked(d.status(), n) for n in "ab"), 30,
+                 "both guests acknowledged applying '0'")
+        ep = "127.0.0.1:%d" % d.port
+        out, _ = ctl(["-e", ep, "status"])
+        rows = {l.split()[0]: l.split() for l in out.splitlines() if l.split()[:1] in (["a"], ["b"])}
+        check(set(rows) == {"a", "b"}, "a line per VM: %s" % out)
+        for n in "ab":
+            # VM POOL DEMAND WAIT DECIDED APPLIED GUEST COMPLIANT REASON
+            check(rows[n][4] == "0" and rows[n][5] == "0" and rows[n][6] == "host"
+                  and rows[n][7] == "yes" and rows[n][8] == "fair-share", "row %s: %s" % (n, out))
+        check("contended" in out and "cpu0" in out and "cpu1" in out, "pools and CPUs: " + out)
+        js, _ = ctl(["-e", ep, "--json", "status"])
+        doc = json.loads(js)
+        check({x["name"] for x in doc["domains"]} == {"a", "b"} and "daemon" in doc,
+              "--json is the /status document: %s" % js[:300])
+        out, _ = ctl(["-e", ep, "domain", "a"])
+        check("preferred vCPUs 0 (1 of 2" in out and "reason fair-share" in out
+              and "is contended" in out and "entitles this VM to" in out, "domain a: " + out)
+        check("helper fake/1" in out and "last status: seq" in out, "domain a guest: " + out)
+        uuid = dom_status(doc, "b")["uuid"]
+        js, _ = ctl(["-e", ep, "--json", "domain", uuid])
+        check(json.loads(js)["name"] == "b", "domain by UUID: " + js[:200])
+        _, err = ctl(["-e", ep, "domain", "nosuch"], rc=1)
+        check("no running VM named or with UUID \"nosuch\"" in err, err)
+        out, _ = ctl(["-e", ep, "metrics"])
+        check("corehint_pcpu_contention_cpus{cpu=\"0\"}" in out, "metrics: " + out[:300])
+        out, _ = ctl(["-e", ep, "watch", "--interval", "0.1", "--count", "3"])
+        check(out.count("host CPUs (contention, CPUs):") == 3, "3 refreshes: " + out)
+        js, _ = ctl(["-e", ep, "--json", "watch", "-i", "0.1", "-n", "2"])
+        check(len([json.loads(l) for l in js.splitlines()]) == 2, "a document per line: " + js)
+        conf = os.path.join(d.dir, "hostd.conf")
+        write(conf, "interval_ms = 200\nmetrics_listen = %s\n" % ep)
+        out, _ = ctl(["-c", conf])
+        check(any(l.split()[:1] == ["a"] for l in out.splitlines()),
+              "the endpoint from metrics_listen, status by default: " + out)
+    with_delivery(["a", "b"], {}, 200, body, samples=60)
+
+
+@case
+def ctl_errors_are_clear():
+    """corehintctl when hostd is down, answers something else, or never answers, and on bad
+    usage: one line that says what and where, exit 1 (hostd) or 2 (usage)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    free_port = srv.getsockname()[1]
+    srv.close()
+    _, err = ctl(["-e", "127.0.0.1:%d" % free_port, "status"], rc=1)
+    check("cannot read corehint-hostd's status at 127.0.0.1:%d: Connection refused" % free_port
+          in err and "is hostd running" in err, err)
+    # a listener that never answers: the timeout
+    mute = socket.socket()
+    mute.bind(("127.0.0.1", 0))
+    mute.listen(4)
+    t0 = time.monotonic()
+    _, err = ctl(["-e", "127.0.0.1:%d" % mute.getsockname()[1], "-t", "0.5", "status"], rc=1)
+    check("no answer in time" in err and time.monotonic() - t0 < 10 * SLOW, err)
+    mute.close()
+    # something that is not hostd
+    other = socket.socket()
+    other.bind(("127.0.0.1", 0))
+    other.listen(4)
+
+    def answer(body):
+        c, _ = other.accept()
+        c.recv(4096)
+        c.sendall(body)
+        c.close()
+    for body, want in ((b"SSH-2.0-OpenSSH\r\n", "not an HTTP answer"),
+                       (b"HTTP/1.0 404 Not Found\r\n\r\n", "answered \"HTTP/1.0 404 Not Found\""),
+                       (b"HTTP/1.0 200 OK\r\n\r\n{not json", "is not hostd's JSON")):
+        t = threading.Thread(target=answer, args=(body,))
+        t.start()
+        _, err = ctl(["-e", "127.0.0.1:%d" % other.getsockname()[1], "status"], rc=1)
+        t.join(10)
+        check(want in err, "%r: %s" % (body, err))
+    other.close()
+    for args, want in ((["bogus"], "unknown command \"bogus\""),
+                       (["domain"], "domain takes one VM name or UUID"),
+                       (["status", "extra"], "status takes no argument"),
+                       (["-t", "0", "status"], "--timeout \"0\""),
+                       (["-n", "1.5", "watch"], "--count \"1.5\""),
+                       (["--json", "metrics"], "--json is for status and domain"),
+                       (["-e", "localhost", "status"], "expected ADDR:PORT"),
+                       (["-c", "/nonexistent/hostd.conf"], "/nonexistent/hostd.conf")):
+        _, err = ctl(args, rc=2)
+        check(want in err, "%s: %s" % (args, err))
+    with tempfile.TemporaryDirectory() as d:
+        conf = os.path.join(d, "hostd.conf")
+        write(conf, "metrics_listen =\n")
+        _, err = ctl(["-c", conf], rc=2)
+        check("turns hostd's endpoint off" in err, err)
+    out, _ = ctl(["--help"])
+    for word in ("status", "watch", "domain VM", "metrics", "--endpoint", "--json", "Exit status"):
+        check(word in out, "--help names %s: %s" % (word, out))
+
+
 @case
 def child_log_keeps_every_line():
     """The log the other cases read while hostd writes it (ChildLog) keeps every line, however
