@@ -112,6 +112,15 @@ static void vm_metrics(struct evbuffer *b, const struct engine *e, const struct 
             evbuffer_add_printf(b, "} %.6g\n", gauges[g].fn(e, a, i));
         }
     }
+    head(b, "corehint_vm_applied_vcpus", "gauge",
+         "vCPUs in the set the guest acknowledged applying (helper in host mode, or qemu-ga); "
+         "no series while it has acknowledged none");
+    for (unsigned i = 0; i < e->ndec; i++) {
+        if (!e->model.dom[i].acked)
+            continue;
+        vm_labels(b, "corehint_vm_applied_vcpus", &e->model.dom[i]);
+        evbuffer_add_printf(b, "} %u\n", ch_cpuset_count(&e->model.dom[i].applied));
+    }
     head(b, "corehint_vm_guest_mode", "gauge",
          "1 for the mode the guest last reported, 0 for the others (none: no status yet)");
     for (unsigned i = 0; i < e->ndec; i++) {

@@ -982,6 +982,60 @@ def ctl_errors_are_clear():
         check(word in out, "--help names %s: %s" % (word, out))
 
 
+MONITORING = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                          "host-agent", "monitoring")
+
+
+@case
+def monitoring_rules_and_dashboard():
+    """host-agent/monitoring: the Prometheus rules parse (promtool check rules) and behave
+    (promtool test rules, monitoring-rules-test.yml); every query of the Grafana dashboard
+    parses as PromQL, and every series the rules and the dashboard name is one a live hostd
+    serves (with two acknowledging guests) or one the rules record."""
+    rules = os.path.join(MONITORING, "corehint-rules.yml")
+    here = os.path.dirname(os.path.abspath(__file__))
+    for args in (["check", "rules", rules], ["test", "rules", "monitoring-rules-test.yml"]):
+        p = subprocess.run(["promtool"] + args, capture_output=True, text=True, cwd=here, timeout=120)
+        check(p.returncode == 0, "promtool %s: %s%s" % (" ".join(args), p.stdout, p.stderr))
+    with open(os.path.join(MONITORING, "corehint-dashboard.json")) as f:
+        dash = json.load(f)
+    exprs = [t["expr"] for panel in dash["panels"] for t in panel.get("targets", [])]
+    check(len(exprs) >= 10 and all(panel.get("targets") for panel in dash["panels"]),
+          "every panel queries something: %d queries" % len(exprs))
+    grafana = {"$instance": ".+", "$__rate_interval": "5m"}
+    with tempfile.TemporaryDirectory() as d:
+        lines = ["groups:", "  - name: dashboard", "    rules:"]
+        for i, e in enumerate(exprs):
+            for k, v in grafana.items():
+                e = e.replace(k, v)
+            check("$" not in e, "a dashboard variable without a stand-in: %s" % e)
+            lines += ["      - record: dashboard_query_%d" % i, "        expr: %s" % json.dumps(e)]
+        write(os.path.join(d, "dash.yml"), "\n".join(lines) + "\n")
+        p = subprocess.run(["promtool", "check", "rules", os.path.join(d, "dash.yml")],
+                           capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0, "dashboard queries as PromQL: %s%s" % (p.stdout, p.stderr))
+    rules_text = open(rules).read()
+    recorded = set(re.findall(r"record: (\S+)", rules_text))
+    named = set()
+    for text in exprs + re.findall(r"expr: (.*(?:\n {10,}.*)*)", rules_text):
+        named |= set(re.findall(r"(?<![\w:])((?:[a-z_]+:)?corehint_[a-z_]+(?::[a-z0-9_]+)*)", text))
+    served = {}
+
+    def body(d):
+        def acked(st, n):
+            return (dom_status(st, n) or {}).get("acked")
+        wait_for(lambda: all(acked(d.status(), n) for n in "ab"), 30, "both guests acknowledged")
+        served["text"] = d.get("/metrics")
+    with_delivery(["a", "b"], {}, 200, body, samples=60)
+    families = set(re.findall(r"^# TYPE (\S+)", served["text"], re.M))
+    series = set(re.findall(r"^([a-z_:]+)[{ ]", served["text"], re.M))
+    missing = sorted(n for n in named if n not in recorded and n not in series and n not in families)
+    check(not missing, "named but neither served nor recorded: %s" % missing)
+    check("corehint_vm_applied_vcpus" in series, "the applied count is served once acknowledged")
+    print("monitoring: %d rules, %d dashboard queries, %d series names checked" % (
+        rules_text.count("- record:") + rules_text.count("- alert:"), len(exprs), len(named)))
+
+
 @case
 def child_log_keeps_every_line():
     """The log the other cases read while hostd writes it (ChildLog) keeps every line, however
