@@ -121,13 +121,23 @@ int chan_send(struct channel *ch, const struct ch_msg *m)
     return 0;
 }
 
+/*
+ * The last hint seq of this process's session.  One counter for every channel, not one per
+ * channel: seq must rise within a session (PROTOCOL.md 4.2), and a guest whose channel hostd
+ * opens anew in the same session (the domain saved and restored, or gone from a sample and
+ * back) keeps its watermark; a channel counting from 1 again had every hint refused as
+ * stale-seq until it passed the old one.
+ */
+static uint64_t session_seq;
+
 static int send_hint(struct channel *ch, const ch_cpuset *cpus, uint32_t lease_ms,
                      const char *reason)
 {
     struct ch_msg m;
+    uint64_t seq = session_seq + 1;
     int rc;
 
-    ch_msg_hint(&m, ch->seq + 1, cpus, lease_ms, reason);
+    ch_msg_hint(&m, seq, cpus, lease_ms, reason);
     m.v = chan_version(ch);
     m.u.hint.session = chan_session(); /* in version 1 an extension field, ignored */
     m.u.hint.has_session = true;
@@ -142,7 +152,7 @@ static int send_hint(struct channel *ch, const ch_cpuset *cpus, uint32_t lease_m
     } else if ((rc = chan_send(ch, &m)) < 0) {
         return rc;
     }
-    ch->seq++;
+    ch->seq = session_seq = seq;
     ch->seq_sent_ns = chan_now_ns();
     ch->lease_ms = lease_ms;
     ch->acked = false;

@@ -381,7 +381,8 @@ class FakeGuest:
 class Delivering:
     """hostd replaying a trace of the named VMs in real time, with fake guests."""
 
-    def __init__(self, names, behaviours, interval_ms, samples=8, extra=(), prepare=None):
+    def __init__(self, names, behaviours, interval_ms, samples=8, extra=(), prepare=None,
+                 gaps=None):
         self.dir = tempfile.mkdtemp(prefix="hostd-chan-")
         os.chmod(self.dir, 0o755)
         self.guests = {}
@@ -390,8 +391,9 @@ class Delivering:
             if b is not None:
                 self.guests[n] = FakeGuest(os.path.join(self.dir, n + ".sock"), b)
         t = traces.Trace(2)
-        for _ in range(samples):
-            t.sample([(i + 1, n, traces.busy2(), {}) for i, n in enumerate(names)])
+        for k in range(samples):
+            t.sample([(i + 1, n, traces.busy2(), {}) for i, n in enumerate(names)
+                      if k not in (gaps or {}).get(n, ())])
         self.trace = os.path.join(self.dir, "trace.jsonl")
         with open(self.trace, "w") as f:
             f.write("\n".join(t.lines) + "\n")
@@ -1034,6 +1036,22 @@ def monitoring_rules_and_dashboard():
     check("corehint_vm_applied_vcpus" in series, "the applied count is served once acknowledged")
     print("monitoring: %d rules, %d dashboard queries, %d series names checked" % (
         rules_text.count("- record:") + rules_text.count("- alert:"), len(exprs), len(named)))
+
+
+@case
+def channel_seq_rises_across_channels():
+    """A VM gone from one sample and back (saved and restored, say) gets a new channel from
+    hostd, and its guest still holds the seq watermark of the session: the new channel's hints
+    must carry seqs above every earlier one (they run per session, not per channel), or the
+    guest refuses them all as stale-seq until the new count passes the old."""
+    def body(d):
+        g = d.guests["a"]
+        wait_for(lambda: g.conns >= 2 and len(g.msgs("hint")) >= 8, 30 * SLOW,
+                 "a second connection and hints on it")
+        seqs = [m["seq"] for _, m, _ in g.msgs("hint")]
+        check(all(b > a for a, b in zip(seqs, seqs[1:])),
+              "hint seqs rise across both channels: %s" % seqs)
+    with_delivery(["a", "b"], {}, 200, body, samples=30, gaps={"a": {6, 7}})
 
 
 @case
