@@ -206,6 +206,10 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
             for (unsigned c = 0; c < md->nvcpu && c < CH_CPU_MAX; c++)
                 ch_cpuset_set(&cpus, c);
         }
+        /* A domain with no vCPU online to libvirt (one being restored or migrated in) has
+         * an empty set: nothing to apply, by either actuator. */
+        if (ch_cpuset_empty(&cpus))
+            continue;
         if (cd && cd->actuator != CFG_ACT_CHANNEL && !d->opt_out && !a->cfg->dry_run) {
             agent_apply(a, v, md, &cpus, cd->actuator);
             continue;

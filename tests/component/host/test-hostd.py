@@ -1469,6 +1469,45 @@ class FakeAgent:
 
 
 @case
+def agent_skips_domain_without_vcpus():
+    """A domain being restored or migrated in shows up with no vCPU online to libvirt for a
+    sample or two: its decision is an empty set, and qemu-ga must not be asked to apply it
+    (an empty preferred list is an error in the guest, a set of no vCPUs meaningless)."""
+    iv = 200 if SLOW == 1 else 1000
+    d = tempfile.mkdtemp(prefix="hostd-qga0-")
+    agent = FakeAgent(os.path.join(d, "a.agent.sock"))
+    conf = os.path.join(d, "hostd.conf")
+    write(conf, "[domain a]\nactuator = agent-sysfs\n")
+    t = traces.Trace(2)
+    for k in range(10):
+        t.sample([(1, "a", [] if k in (3, 4, 5) else traces.busy2(), {}),
+                  (2, "b", traces.busy2(), {})])
+    trace = os.path.join(d, "trace.jsonl")
+    write(trace, "\n".join(t.lines) + "\n")
+    log = ChildLog(os.path.join(d, "hostd.log"))
+    p = subprocess.Popen(argv(["--replay", trace, "--replay-realtime", "--interval-ms", str(iv),
+                               "--channel-dir", d, "--metrics-listen", "", "-c", conf]),
+                         stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        wait_for(lambda: "preferred  (0 of 0 vCPUs" in log.text() or p.poll() is not None,
+                 30 * SLOW, "the decision for a domain without vCPUs")
+        wait_for(lambda: p.poll() is not None or "a: preferred 0 " in
+                 log.text().split("(0 of 0 vCPUs", 1)[-1], 30 * SLOW, "a decision after it")
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+        rc = p.wait(30 * SLOW)
+        agent.close()
+        text = log.text()
+        log.close()
+        shutil.rmtree(d, ignore_errors=True)
+    check(rc == 0, "exit status %d: %s" % (rc, text[-2000:]))
+    check("preferred  (0 of 0 vCPUs" in text, "the trace has a domain without vCPUs: " + text[-2000:])
+    check(agent.writes and all(w.strip() for w in agent.writes),
+          "qemu-ga writes: %s" % agent.writes)
+
+
+@case
 def agent_actuators():
     iv = 200 if SLOW == 1 else 1000
     d = tempfile.mkdtemp(prefix="hostd-qga-")
