@@ -320,7 +320,7 @@ int cfg_split_listen(const char *listen, char *addr, size_t addrlen, unsigned *p
     }
     errno = 0;
     n = strtoul(colon + 1, &end, 10);
-    if (*end || end == colon + 1 || errno || n > 65535 || colon[1] == '-' || colon[1] == '+') {
+    if (*end || end == colon + 1 || errno || n > 65535 || colon[1] < '0' || colon[1] > '9') {
         snprintf(err, errlen, "\"%s\": bad port", listen);
         return -EINVAL;
     }

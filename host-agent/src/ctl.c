@@ -26,6 +26,15 @@
 
 #define BODY_MAX ((size_t)64 << 20)
 
+/* Set by SIGINT/SIGTERM in watch: a wait in progress gives up at once. */
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
+
 struct ctl {
     char endpoint[160]; /* ADDR:PORT */
     bool endpoint_given;
@@ -67,8 +76,34 @@ static void usage(FILE *out)
             "Exit status: 0 done, 1 hostd unreachable or the VM unknown, 2 bad usage.\n");
 }
 
-/* Connect to addr:port within the deadline; -errno. */
-static int dial(const char *addr, unsigned port, int timeout_ms, char *err, size_t errlen)
+static double now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Wait for fd to be ready for events until deadline (CLOCK_MONOTONIC ms): 0, -ETIMEDOUT, or
+ * -EINTR once a signal asked to stop. */
+static int wait_fd(int fd, short events, double deadline_ms)
+{
+    struct pollfd p = {.fd = fd, .events = events};
+    int rc;
+
+    do {
+        double now = now_ms();
+        if (stop)
+            return -EINTR;
+        if (now >= deadline_ms)
+            return -ETIMEDOUT;
+        rc = poll(&p, 1, (int)(deadline_ms - now) + 1);
+    } while (rc < 0 && errno == EINTR);
+    return rc > 0 ? 0 : rc == 0 ? -ETIMEDOUT : -errno;
+}
+
+/* Connect to addr:port before the deadline, trying each of its addresses; -errno. */
+static int dial(const char *addr, unsigned port, double deadline_ms, char *err, size_t errlen)
 {
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res, *ai;
     char service[8];
@@ -79,9 +114,7 @@ static int dial(const char *addr, unsigned port, int timeout_ms, char *err, size
         snprintf(err, errlen, "%s: %s", addr, gai_strerror(rc));
         return -EINVAL;
     }
-    for (ai = res; ai; ai = ai->ai_next) {
-        struct pollfd p;
-
+    for (ai = res; ai && last != EINTR; ai = ai->ai_next) {
         fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
                     ai->ai_protocol);
         if (fd < 0) {
@@ -92,12 +125,10 @@ static int dial(const char *addr, unsigned port, int timeout_ms, char *err, size
             break;
         if (errno == EINPROGRESS) {
             socklen_t len = sizeof(last);
-            p = (struct pollfd){.fd = fd, .events = POLLOUT};
-            rc = poll(&p, 1, timeout_ms);
-            if (rc == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &last, &len) == 0 && last == 0)
+            if ((rc = wait_fd(fd, POLLOUT, deadline_ms)) < 0)
+                last = -rc;
+            else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &last, &len) == 0 && last == 0)
                 break;
-            if (rc == 0)
-                last = ETIMEDOUT;
         } else {
             last = errno;
         }
@@ -106,28 +137,10 @@ static int dial(const char *addr, unsigned port, int timeout_ms, char *err, size
     }
     freeaddrinfo(res);
     if (fd < 0) {
-        snprintf(err, errlen, "%s", strerror(last));
+        snprintf(err, errlen, "%s", last == ETIMEDOUT ? "no answer in time" : strerror(last));
         return -last;
     }
     return fd;
-}
-
-/* Wait for fd to be ready for events until deadline (CLOCK_MONOTONIC ms); -ETIMEDOUT. */
-static int wait_fd(int fd, short events, double deadline_ms)
-{
-    struct timespec ts;
-    struct pollfd p = {.fd = fd, .events = events};
-    double now;
-    int rc;
-
-    do {
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        now = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-        if (now >= deadline_ms)
-            return -ETIMEDOUT;
-        rc = poll(&p, 1, (int)(deadline_ms - now) + 1);
-    } while (rc < 0 && errno == EINTR);
-    return rc > 0 ? 0 : rc == 0 ? -ETIMEDOUT : -errno;
 }
 
 /* After a send() or recv() that returned n: 0 when it moved data, 1 when it is to be tried
@@ -152,7 +165,6 @@ static int http_get(const struct ctl *c, const char *path, char **body, char *er
     char addr[128], req[512], *buf = NULL;
     size_t len = 0, cap = 0;
     unsigned port;
-    struct timespec ts;
     double deadline;
     int fd, rc;
 
@@ -164,9 +176,8 @@ static int http_get(const struct ctl *c, const char *path, char **body, char *er
         snprintf(addr, sizeof(addr), "127.0.0.1");
     else if (strcmp(addr, "::") == 0)
         snprintf(addr, sizeof(addr), "::1");
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    deadline = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6 + c->timeout_s * 1e3;
-    if ((fd = dial(addr, port, (int)(c->timeout_s * 1e3), err, errlen)) < 0)
+    deadline = now_ms() + c->timeout_s * 1e3;
+    if ((fd = dial(addr, port, deadline, err, errlen)) < 0)
         return fd;
     snprintf(req, sizeof(req),
              "GET %s HTTP/1.0\r\nHost: %s\r\nUser-Agent: corehintctl/%s\r\nConnection: close\r\n\r\n",
@@ -181,14 +192,16 @@ static int http_get(const struct ctl *c, const char *path, char **body, char *er
     for (;;) {
         ssize_t r;
 
-        if (cap - len < 65536) {
+        if (len == cap) {
             char *nb;
-            if (cap >= BODY_MAX) {
+            if (cap > BODY_MAX) {
                 snprintf(err, errlen, "answer longer than %zu bytes", BODY_MAX);
                 rc = -EFBIG;
                 goto out;
             }
             cap = cap ? cap * 2 : (size_t)1 << 17;
+            if (cap > BODY_MAX)
+                cap = BODY_MAX + 1; /* one byte more tells a longer answer */
             if (!(nb = realloc(buf, cap + 1))) {
                 rc = -ENOMEM;
                 snprintf(err, errlen, "%s", strerror(ENOMEM));
@@ -205,6 +218,11 @@ static int http_get(const struct ctl *c, const char *path, char **body, char *er
             len += (size_t)r;
     }
     buf[len] = '\0';
+    if (memchr(buf, '\0', len)) {
+        snprintf(err, errlen, "the answer holds a NUL byte (is this hostd's metrics_listen?)");
+        rc = -EPROTO;
+        goto out;
+    }
     {
         long status = 0;
         char *start = strstr(buf, "\r\n\r\n"), *sp = strchr(buf, ' '), *end = NULL;
@@ -244,6 +262,8 @@ static json_object *get_status(const struct ctl *c)
     enum json_tokener_error jerr;
 
     if (http_get(c, "/status", &body, err, sizeof(err)) < 0) {
+        if (stop)
+            return NULL; /* interrupted: nothing to say */
         fprintf(stderr,
                 "corehintctl: cannot read corehint-hostd's status at %s: %s\n"
                 "corehintctl: is hostd running, and is that its metrics_listen%s%s?\n",
@@ -525,13 +545,6 @@ static int cmd_metrics(const struct ctl *c)
     return 0;
 }
 
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop = 1;
-}
 
 static int cmd_watch(const struct ctl *c)
 {
@@ -546,11 +559,16 @@ static int cmd_watch(const struct ctl *c)
         json_object *doc = get_status(c);
         double every = c->interval_s;
 
-        if (tty)
+        if (stop) {
+            json_object_put(doc);
+            break;
+        }
+        if (tty && !c->json)
             fputs("\033[H\033[2J", stdout);
         if (doc) {
             if (c->json) {
-                printf("%s\n", json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN));
+                printf("%s\n", json_object_to_json_string_ext(
+                                   doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
             } else {
                 print_status(doc);
                 if (!tty)

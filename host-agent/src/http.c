@@ -198,11 +198,13 @@ static void on_metrics(struct evhttp_request *req, void *arg)
     }
     if (e->decided) {
         head(b, "corehint_pcpu_contention_cpus", "gauge",
-             "host busy share plus vCPU run-queue wait on the pCPU, in CPUs");
+             "host busy share plus run-queue wait on the pCPU, in CPUs");
         for (unsigned p = 0; p < e->model.npcpu; p++)
             evbuffer_add_printf(b, "corehint_pcpu_contention_cpus{cpu=\"%u\"} %.6g\n", p,
                                 e->model.pcpu_contention[p]);
-        head(b, "corehint_pcpu_wait_cpus", "gauge", "vCPU run-queue wait on the pCPU, in CPUs");
+        head(b, "corehint_pcpu_wait_cpus", "gauge",
+             "run-queue wait on the pCPU, in CPUs (every task's from /proc/schedstat when "
+             "hostd is local, else the vCPUs')");
         for (unsigned p = 0; p < e->model.npcpu; p++)
             evbuffer_add_printf(b, "corehint_pcpu_wait_cpus{cpu=\"%u\"} %.6g\n", p,
                                 e->model.pcpu_wait[p]);

@@ -110,9 +110,10 @@ static unsigned group_cores(const struct model_dom *d, const ch_cpuset *hk, cons
 }
 
 /* Mean booked load of the pCPUs a core's vCPUs run on: a pinned vCPU's pCPU, the mean over
- * the span of a floating one (wide_mean for those floating over the VM's whole span). */
+ * the span of a floating one (wide_mean for those floating over the VM's whole span); plus
+ * deferred, what this pick booked for wide vCPUs and spreads over the span only at its end. */
 static double core_load(const struct model_dom *d, const struct core *c, const double *load,
-                        unsigned npcpu, double wide_mean)
+                        unsigned npcpu, double wide_mean, double deferred)
 {
     double sum = 0;
     unsigned known = 0;
@@ -122,9 +123,9 @@ static double core_load(const struct model_dom *d, const struct core *c, const d
 
         if (mv->home >= 0 && (unsigned)mv->home >= npcpu)
             continue;
-        sum += mv->home >= 0 ? load[mv->home]
+        sum += mv->home >= 0 ? load[mv->home] + deferred
                : mv->wide    ? wide_mean
-                             : model_span_mean(&mv->span, load, npcpu);
+                             : model_span_mean(&mv->span, load, npcpu) + deferred;
         known++;
     }
     return known ? sum / known : 0;
@@ -149,8 +150,9 @@ static void pick(const struct model_dom *d, unsigned k, double u, const ch_cpuse
     ch_cpuset hk;
     unsigned ncore, got = 0;
     bool need_hk = true;
-    /* vCPUs floating over the whole span all see its mean load; what they book is spread
-     * once at the end, and raises that mean by u / nspan each meanwhile */
+    /* vCPUs floating over the whole span all see its mean load (wide_mean), kept current:
+     * every booking of this pick lands inside the span and raises it by u / nspan.  What
+     * wide vCPUs book is spread over the span once at the end (wide). */
     double wide_mean = d->nspan ? model_span_mean(&d->span, load, npcpu) : 0, wide = 0;
 
     housekeeping_of(d, &hk);
@@ -164,7 +166,7 @@ static void pick(const struct model_dom *d, unsigned k, double u, const ch_cpuse
             const struct core *x = &cores[c];
             if (x->taken || (need_hk && !x->has_hk))
                 continue;
-            double l = core_load(d, x, load, npcpu, wide_mean);
+            double l = core_load(d, x, load, npcpu, wide_mean, d->nspan ? wide / d->nspan : 0);
             if (best >= 0) {
                 const struct core *y = &cores[best];
                 if (l > best_load + EPS)
@@ -195,10 +197,10 @@ static void pick(const struct model_dom *d, unsigned k, double u, const ch_cpuse
                     load[mv->home] += u;
             } else if (mv->wide) {
                 wide += u;
-                wide_mean += d->nspan ? u / d->nspan : 0;
             } else {
                 model_spread(&mv->span, 0, u, load, npcpu);
             }
+            wide_mean += d->nspan ? u / d->nspan : 0;
         }
     }
     if (wide != 0 && d->nspan)

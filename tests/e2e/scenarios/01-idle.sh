@@ -15,7 +15,7 @@ mark_b=$(e2e_console_mark b)
 e2e_start_hostd --interval-ms 1000
 for g in a b; do
     e2e_expect "guest $g acknowledges hints in mode host" \
-        e2e_until 30 e2e_status_field "$g" 'd["channel"]["status"]["seq"] >= 3 and d["channel"]["status"]["mode"] == "host" or exit(1)'
+        e2e_until 30 e2e_status_field "$g" 'd["channel"]["hints"] >= 3 and d["channel"]["status"]["seq"] == d["channel"]["seq"] and d["channel"]["status"]["mode"] == "host" or exit(1)'
 done
 sleep 5 # five more intervals of an idle host
 for g in a b; do

@@ -9,7 +9,7 @@ e2e_guest good 2 "corehint.work=idle"
 e2e_wait_all_console "^CH guestd start" 120 good
 e2e_start_hostd --interval-ms 1000
 e2e_expect "the good guest acknowledges hints" \
-    e2e_until 60 e2e_status_field good 'd["channel"]["status"]["seq"] >= 2 or exit(1)'
+    e2e_until 60 e2e_status_field good 'd["channel"]["hints"] >= 2 and d["channel"]["status"]["seq"] == d["channel"]["seq"] or exit(1)'
 e2e_expect "hostd counts the hostile guest's garbage" \
     e2e_until 60 e2e_status_field evil 'd["channel"]["malformed"] > 0 and d["channel"]["oversized"] > 0 or exit(1)'
 # seq runs per hostd session, over every guest: count the good guest's own hints
