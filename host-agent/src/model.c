@@ -246,15 +246,26 @@ void model_book(const struct model_dom *d, const ch_cpuset *only, enum model_qty
 
         if (only && !ch_cpuset_test(only, mv->id))
             continue;
-        if (mv->home >= 0) {
-            if ((unsigned)mv->home < npcpu)
-                load[mv->home] += u;
-        } else if (mv->wide) {
-            wide += u;
-        } else {
-            model_spread(&mv->span, 0, u, load, npcpu);
-        }
+        model_book_vcpu(mv, u, load, npcpu, &wide);
     }
+    model_book_wide(d, wide, load, npcpu);
+}
+
+void model_book_vcpu(const struct model_vcpu *mv, double u, double *load, unsigned npcpu,
+                     double *wide)
+{
+    if (mv->home >= 0) {
+        if ((unsigned)mv->home < npcpu)
+            load[mv->home] += u;
+    } else if (mv->wide) {
+        *wide += u;
+    } else {
+        model_spread(&mv->span, 0, u, load, npcpu);
+    }
+}
+
+void model_book_wide(const struct model_dom *d, double wide, double *load, unsigned npcpu)
+{
     if (wide != 0 && d->nspan)
         model_spread(&d->span, d->nspan, wide, load, npcpu);
 }

@@ -94,6 +94,12 @@ enum model_qty { MQ_RUN, MQ_WAIT, MQ_DEMAND, MQ_ONE };
  */
 void model_book(const struct model_dom *d, const ch_cpuset *only, enum model_qty q, double scale,
                 double *load, unsigned npcpu);
+/* Book u CPUs for one vCPU of d: on its pCPU when pinned, spread over its span when it floats
+ * over part of its VM's span; a vCPU floating over the VM's whole span adds u to *wide
+ * instead, which model_book_wide() then spreads over that span once for all of them. */
+void model_book_vcpu(const struct model_vcpu *mv, double u, double *load, unsigned npcpu,
+                     double *wide);
+void model_book_wide(const struct model_dom *d, double wide, double *load, unsigned npcpu);
 /* Spread u evenly over the members of span below npcpu (n of them; 0: counted here). */
 void model_spread(const struct hd_pset *span, unsigned n, double u, double *load, unsigned npcpu);
 /* Mean of load[] over the members of span below npcpu; 0 when none. */

@@ -192,19 +192,11 @@ static void pick(const struct model_dom *d, unsigned k, double u, const ch_cpuse
             const struct model_vcpu *mv = &d->vcpu[v];
 
             ch_cpuset_set(out, mv->id);
-            if (mv->home >= 0) {
-                if ((unsigned)mv->home < npcpu)
-                    load[mv->home] += u;
-            } else if (mv->wide) {
-                wide += u;
-            } else {
-                model_spread(&mv->span, 0, u, load, npcpu);
-            }
+            model_book_vcpu(mv, u, load, npcpu, &wide);
             wide_mean += d->nspan ? u / d->nspan : 0;
         }
     }
-    if (wide != 0 && d->nspan)
-        model_spread(&d->span, d->nspan, wide, load, npcpu);
+    model_book_wide(d, wide, load, npcpu);
 }
 
 static void all_vcpus(const struct model_dom *d, ch_cpuset *out)
