@@ -199,8 +199,15 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
         struct act_vm *v = &a->vm[i];
         ch_cpuset cpus = d->preferred;
 
-        const struct cfg_domain *cd = cfg_domain_find(a->cfg, v->name, v->uuid);
+        struct cfg_domain cd;
 
+        cfg_domain_settings(a->cfg, v->name, v->uuid, &md->policy, &cd);
+        bool refused = md->policy.actuator > CFG_ACT_CHANNEL && !a->cfg->metadata_agent;
+        if (refused && !v->meta_agent_refused)
+            log_msg(LOG_LVL_WARN, "domain %s: its metadata asks for actuator %s; not taken "
+                    "without metadata_agent = yes in hostd.conf", v->name,
+                    cfg_actuator_name((enum cfg_actuator)md->policy.actuator));
+        v->meta_agent_refused = refused;
         if (widen) {
             ch_cpuset_zero(&cpus);
             for (unsigned c = 0; c < md->nvcpu && c < CH_CPU_MAX; c++)
@@ -210,8 +217,8 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
          * an empty set: nothing to apply, by either actuator. */
         if (ch_cpuset_empty(&cpus))
             continue;
-        if (cd && cd->actuator != CFG_ACT_CHANNEL && !d->opt_out && !a->cfg->dry_run) {
-            agent_apply(a, v, md, &cpus, cd->actuator);
+        if (cd.actuator != CFG_ACT_CHANNEL && !d->opt_out && !a->cfg->dry_run) {
+            agent_apply(a, v, md, &cpus, cd.actuator);
             continue;
         }
         if (!v->ch || d->opt_out || v->ch->state != CHAN_UP)
@@ -334,8 +341,9 @@ void act_annotate(struct actuator *a, struct snapshot *s)
         /* Delivery, for compliance, by the domain's actuator: qemu-ga carried a set out (and
          * its last command did not fail); or the helper's latest status on this connection
          * says it holds a set in host mode, a hint has gone out, and it has not gone silent. */
-        const struct cfg_domain *cd = cfg_domain_find(a->cfg, d->name, d->uuid);
-        if (cd && cd->actuator != CFG_ACT_CHANNEL) {
+        struct cfg_domain cd;
+        cfg_domain_settings(a->cfg, d->name, d->uuid, &d->policy, &cd);
+        if (cd.actuator != CFG_ACT_CHANNEL) {
             if (v->agent_applied) {
                 d->acked = true;
                 d->applied = v->agent_cpus;

@@ -40,6 +40,7 @@ struct act_vm {
     ch_cpuset agent_cpus;
     uint64_t agent_ok, agent_failed;
     char agent_error[128];
+    bool meta_agent_refused; /* its metadata asks for qemu-ga, metadata_agent = no: said once */
 };
 
 /* Apply cpus to uuid through qemu-ga (how); 0 when queued. */

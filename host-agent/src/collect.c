@@ -10,6 +10,7 @@
 
 #include <libvirt/virterror.h>
 
+#include "config.h"
 #include "conn.h"
 #include "corehint/file.h"
 #include "corehint/log.h"
@@ -118,6 +119,39 @@ static unsigned live_shares(virDomainPtr dom, unsigned xml_value)
     return out;
 }
 
+/* Say once per change what the domain's corehint metadata now asks for, or why it is ignored. */
+static void policy_news(const char *name, const struct snap_policy *old,
+                        const struct snap_policy *now)
+{
+    char what[160];
+
+    if (old && old->present == now->present && strcmp(old->error, now->error) == 0 &&
+        old->weight == now->weight && old->opt_out == now->opt_out &&
+        old->actuator == now->actuator)
+        return;
+    if (!now->present) {
+        if (old && old->present)
+            log_msg(LOG_LVL_INFO, "domain %s: corehint metadata removed; hostd.conf and the "
+                    "defaults apply", name);
+        return;
+    }
+    if (now->error[0]) {
+        log_msg(LOG_LVL_WARN, "domain %s: corehint metadata (%s) ignored: %s; hostd.conf and "
+                "the defaults apply", name, DX_POLICY_URI, now->error);
+        return;
+    }
+    what[0] = '\0';
+    if (now->weight > 0)
+        snprintf(what, sizeof(what), " weight %g", now->weight);
+    if (now->opt_out >= 0)
+        snprintf(what + strlen(what), sizeof(what) - strlen(what), " opt_out %s",
+                 now->opt_out ? "yes" : "no");
+    if (now->actuator >= 0)
+        snprintf(what + strlen(what), sizeof(what) - strlen(what), " actuator %s",
+                 cfg_actuator_name((enum cfg_actuator)now->actuator));
+    log_msg(LOG_LVL_INFO, "domain %s: corehint metadata:%s", name, what[0] ? what : " empty");
+}
+
 /* Topology, shares and channel from the live XML, cached between samples.  Returns -EAGAIN when
  * the XML could not be read or parsed: the defaults are used for this sample only, and the
  * caller makes the next sample read it again (a failure cached for XML_REFRESH_SAMPLES would
@@ -126,6 +160,7 @@ static int dom_xml(struct collector *col, virDomainPtr dom, struct snap_dom *d)
 {
     struct xml_entry *e = cache_find(col, d->uuid);
     struct dx_info info;
+    bool fresh = false;
     char *xml;
     int rc = 0;
 
@@ -137,6 +172,8 @@ static int dom_xml(struct collector *col, virDomainPtr dom, struct snap_dom *d)
             rc = -EAGAIN;
             if (e)
                 info = e->info; /* what was last known beats the defaults */
+        } else {
+            fresh = true;
         }
         free(xml);
         /* What the kernel weighs the domain by, set in the XML or not: libvirt's cpu_shares
@@ -155,10 +192,13 @@ static int dom_xml(struct collector *col, virDomainPtr dom, struct snap_dom *d)
         }
         rc = -EAGAIN;
     }
+    if (fresh)
+        policy_news(d->name, e ? &e->info.policy : NULL, &info.policy);
     d->threads = info.threads;
     d->shares = info.shares;
     memcpy(d->channel, info.channel, sizeof(d->channel));
     d->cap_recorded = info.cap.present ? (info.cap.cpus > 0 ? info.cap.cpus : CAP_UNKNOWN_CPUS) : 0;
+    d->policy = info.policy;
     return rc;
 }
 
@@ -177,6 +217,7 @@ static void cache_rebuild(struct collector *col, const struct snapshot *s)
         memcpy(n[i].info.channel, s->dom[i].channel, sizeof(n[i].info.channel));
         n[i].info.cap.present = s->dom[i].cap_recorded > 0;
         n[i].info.cap.cpus = s->dom[i].cap_recorded;
+        n[i].info.policy = s->dom[i].policy;
         n[i].age = old && !old->stale && !col->all_stale ? old->age + 1 : 0;
     }
     free(col->cache);

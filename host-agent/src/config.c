@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "config.h"
+#include "snapshot.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -44,6 +45,8 @@ static const struct knob knobs[] = {
     KU("min_cpus", min_cpus, 1, 8192, "fewest preferred vCPUs per VM"),
     KU("shrink_after", shrink_after, 1, 1000, "intervals of contention before shrinking"),
     KB("use_shares", use_shares, "weight from libvirt's live cpu_shares (the kernel's weight)"),
+    KB("metadata_agent", metadata_agent,
+       "domain metadata may choose a qemu-ga actuator (opens libvirt read-write)"),
     KD("saturated", saturated, 0.5, 1.0, "busy share of k at which demand is censored"),
     KD("grow_margin", grow_margin, 0.0, 1.0,
        "CPUs an entitlement (with headroom) must exceed a shrunk guest's count by to grow it"),
@@ -106,7 +109,7 @@ void cfg_defaults(struct hd_config *c)
 
 bool cfg_needs_write(const struct hd_config *c)
 {
-    if (strcmp(c->enforce, "cap") == 0)
+    if (strcmp(c->enforce, "cap") == 0 || c->metadata_agent)
         return true;
     for (unsigned i = 0; i < c->ndomains; i++)
         if (c->domains[i].actuator != CFG_ACT_CHANNEL && !c->domains[i].opt_out)
@@ -199,12 +202,15 @@ static int on_line(void *ctx, const struct ch_conf_line *l, char *err, size_t er
     }
     if (strcmp(l->key, "weight") == 0)
         return ch_conf_double(l->key, l->value, 0.001, 1e6, &d->weight, err, errlen);
-    if (strcmp(l->key, "opt_out") == 0)
+    if (strcmp(l->key, "opt_out") == 0) {
+        d->has_opt_out = true;
         return ch_conf_bool(l->key, l->value, &d->opt_out, err, errlen);
+    }
     if (strcmp(l->key, "actuator") == 0) {
         for (int a = CFG_ACT_CHANNEL; a <= CFG_ACT_AGENT_VCPUS; a++)
             if (strcmp(l->value, cfg_actuator_name((enum cfg_actuator)a)) == 0) {
                 d->actuator = (enum cfg_actuator)a;
+                d->has_actuator = true;
                 return 0;
             }
         snprintf(err, errlen, "actuator: expected channel, agent-sysfs or agent-vcpus, not \"%s\"",
@@ -264,6 +270,41 @@ const struct cfg_domain *cfg_domain_find(const struct hd_config *c, const char *
     return NULL;
 }
 
+unsigned cfg_domain_settings(const struct hd_config *c, const char *name, const char *uuid,
+                             const struct snap_policy *meta, struct cfg_domain *out)
+{
+    const struct cfg_domain *cd = cfg_domain_find(c, name, uuid);
+    const struct snap_policy *m = meta && meta->present && !meta->error[0] ? meta : NULL;
+    unsigned from = 0;
+
+    memset(out, 0, sizeof(*out));
+    out->actuator = CFG_ACT_CHANNEL;
+    if (cd)
+        snprintf(out->match, sizeof(out->match), "%s", cd->match);
+    if (cd && cd->weight > 0) {
+        out->weight = cd->weight;
+        from |= CFG_FROM_CONF;
+    } else if (m && m->weight > 0) {
+        out->weight = m->weight;
+        from |= CFG_FROM_METADATA;
+    }
+    if (cd && cd->has_opt_out) {
+        out->opt_out = cd->opt_out;
+        from |= CFG_FROM_CONF;
+    } else if (m && m->opt_out >= 0) {
+        out->opt_out = m->opt_out;
+        from |= CFG_FROM_METADATA;
+    }
+    if (cd && cd->has_actuator) {
+        out->actuator = cd->actuator;
+        from |= CFG_FROM_CONF;
+    } else if (m && m->actuator >= 0 && (m->actuator == CFG_ACT_CHANNEL || c->metadata_agent)) {
+        out->actuator = (enum cfg_actuator)m->actuator;
+        from |= CFG_FROM_METADATA;
+    }
+    return from;
+}
+
 void cfg_dump(const struct hd_config *c, FILE *out)
 {
     fprintf(out, "# corehint-hostd configuration in force (%s)\n",
@@ -294,8 +335,10 @@ void cfg_dump(const struct hd_config *c, FILE *out)
         fprintf(out, "\n[domain %s]\n", d->match);
         if (d->weight > 0)
             fprintf(out, "weight = %g\n", d->weight);
-        fprintf(out, "opt_out = %s\n", d->opt_out ? "yes" : "no");
-        fprintf(out, "actuator = %s\n", cfg_actuator_name(d->actuator));
+        if (d->has_opt_out)
+            fprintf(out, "opt_out = %s\n", d->opt_out ? "yes" : "no");
+        if (d->has_actuator)
+            fprintf(out, "actuator = %s\n", cfg_actuator_name(d->actuator));
     }
 }
 

@@ -25,7 +25,17 @@ struct cfg_domain {
     double weight;   /* 0 = not set */
     bool opt_out;
     enum cfg_actuator actuator;
+    bool has_opt_out; /* the section sets opt_out / actuator (else the metadata's or default) */
+    bool has_actuator;
 };
+
+/* Where a domain's settings came from (cfg_domain_settings): bits. */
+enum {
+    CFG_FROM_CONF = 1,     /* a [domain] section of hostd.conf */
+    CFG_FROM_METADATA = 2, /* the domain's corehint <metadata> */
+};
+
+struct snap_policy;
 
 const char *cfg_actuator_name(enum cfg_actuator a);
 
@@ -38,6 +48,7 @@ struct hd_config {
     unsigned min_cpus;             /* never prefer fewer vCPUs than this */
     unsigned shrink_after;         /* intervals of contention before a shrink takes effect */
     bool use_shares;               /* weight from libvirt <shares> when the XML sets it */
+    bool metadata_agent;           /* domain metadata may choose a qemu-ga actuator */
     double saturated;              /* preferred vCPUs busier than this share of k are censored */
     double replace_margin;         /* CPUs a fresh placement must save on the busiest pCPU */
     double uncontend_margin; /* a contended pool ends contention below cap * (1 - this) */
@@ -84,6 +95,14 @@ int cfg_check(const struct hd_config *c, char *err, size_t errlen);
 /* The [domain ...] section that matches name or uuid (uuid first), or NULL. */
 const struct cfg_domain *cfg_domain_find(const struct hd_config *c, const char *name,
                                          const char *uuid);
+/*
+ * The settings in force for one domain, key by key: its [domain] section in hostd.conf, else
+ * its metadata (meta may be NULL), else the defaults (weight 0 = from the host's weights, not
+ * opted out, the channel).  A qemu-ga actuator named only in metadata counts only with
+ * metadata_agent = yes.  Returns the CFG_FROM_* bits of the sources used.
+ */
+unsigned cfg_domain_settings(const struct hd_config *c, const char *name, const char *uuid,
+                             const struct snap_policy *meta, struct cfg_domain *out);
 void cfg_dump(const struct hd_config *c, FILE *out);
 /* Does this configuration change anything through libvirt (enforce = cap, a qemu-ga
  * actuator)?  Otherwise hostd opens libvirt read-only. */

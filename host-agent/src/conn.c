@@ -17,7 +17,7 @@ struct conn {
     void *ctx;
     virConnectPtr vc;
     unsigned generation;
-    int ev_ids[5];
+    int ev_ids[8];
     unsigned nev;
 };
 
@@ -108,6 +108,13 @@ static void on_device(virConnectPtr vc, virDomainPtr dom, const char *alias, voi
     notify_dom(opaque, dom, "device");
 }
 
+/* `virsh metadata` (corehint's per-VM policy, or hostd's own cap record) */
+static void on_metadata(virConnectPtr vc, virDomainPtr dom, int type, const char *nsuri,
+                        void *opaque)
+{
+    notify_dom(opaque, dom, "metadata");
+}
+
 static void on_agent(virConnectPtr vc, virDomainPtr dom, int state, int reason, void *opaque)
 {
     notify_dom(opaque, dom, "agent");
@@ -157,7 +164,10 @@ int conn_open(struct conn *c)
         {VIR_DOMAIN_EVENT_ID_DEVICE_ADDED, VIR_DOMAIN_EVENT_CALLBACK(on_device)},
         {VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED, VIR_DOMAIN_EVENT_CALLBACK(on_device)},
         {VIR_DOMAIN_EVENT_ID_AGENT_LIFECYCLE, VIR_DOMAIN_EVENT_CALLBACK(on_agent)},
+        {VIR_DOMAIN_EVENT_ID_METADATA_CHANGE, VIR_DOMAIN_EVENT_CALLBACK(on_metadata)},
     };
+    _Static_assert(sizeof(evs) / sizeof(evs[0]) <= sizeof(c->ev_ids) / sizeof(c->ev_ids[0]),
+                   "ev_ids too small");
     for (unsigned i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) {
         int id = virConnectDomainEventRegisterAny(vc, NULL, evs[i].id, evs[i].cb, c, NULL);
         if (id < 0)

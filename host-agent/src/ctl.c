@@ -406,6 +406,31 @@ static json_object *pool_of(json_object *doc, double id)
     return NULL;
 }
 
+/* The per-VM settings in force and their sources ("hostd.conf and metadata", "defaults"). */
+static void print_settings(json_object *d)
+{
+    json_object *set = field(d, "settings"), *from = field(set, "from");
+    size_t n = from && json_object_is_type(from, json_type_array) ? json_object_array_length(from) : 0;
+    char src[64] = "";
+
+    if (!set)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        const char *s = json_object_get_string(json_object_array_get_idx(from, i));
+        snprintf(src + strlen(src), sizeof(src) - strlen(src), "%s%s", i ? " and " : "",
+                 s ? s : "?");
+    }
+    printf("  settings: ");
+    if (field(set, "weight"))
+        printf("weight %.6g, ", dbl(set, "weight", 0));
+    else
+        printf("weight from the host's cpu_shares, ");
+    printf("opt_out %s, actuator %s; from %s\n", flag(set, "opt_out") ? "yes" : "no",
+           str(set, "actuator", "?"), n ? src : "the defaults");
+    if (field(set, "metadata_error"))
+        printf("  corehint metadata IGNORED: %s\n", str(set, "metadata_error", "?"));
+}
+
 static void print_domain(json_object *doc, json_object *d)
 {
     json_object *dec = field(d, "decision"), *vs = field(d, "vcpu"), *ch = field(d, "channel");
@@ -420,6 +445,7 @@ static void print_domain(json_object *doc, json_object *d)
                "the next sample\n");
     printf("  demand %.2f CPUs = run %.2f + host run-queue wait %.2f\n", dbl(d, "demand", 0),
            dbl(d, "run", 0), dbl(d, "wait", 0));
+    print_settings(d);
     printf("  %5s %6s %6s %7s %5s\n", "vCPU", "run", "wait", "pinned", "last");
     for (size_t i = 0; vs && i < json_object_array_length(vs); i++) {
         json_object *v = json_object_array_get_idx(vs, i);
@@ -439,7 +465,7 @@ static void print_domain(json_object *doc, json_object *d)
                str(dec, "preferred", "-"), dbl(dec, "count", 0), dbl(d, "vcpus", 0),
                dbl(dec, "target", 0), str(dec, "reason", "?"), dbl(dec, "age", 0));
         if (flag(dec, "opt_out"))
-            printf("    why: opted out in hostd.conf: always all vCPUs\n");
+            printf("    why: opted out (see settings): always all vCPUs\n");
         else if (flag(dec, "contended"))
             printf("    why: pool %.0f is contended (demand %.2f on %.2f CPUs); weight %.6g "
                    "entitles this VM to %.2f CPUs%s\n",

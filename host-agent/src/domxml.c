@@ -10,6 +10,8 @@
 #include <libxml/parser.h>
 #include <libxml/xpath.h>
 
+#include "config.h"
+#include "corehint/conf.h"
 #include "corehint/proto.h"
 
 /* The string value of an XPath expression, or NULL; caller frees with xmlFree. */
@@ -91,6 +93,76 @@ static void parse_cap(xmlXPathContextPtr ctx, struct dx_cap *cap)
     xmlFree(quota);
 }
 
+/* One attribute of the policy element into p; false with p->error set when it is invalid. */
+static bool policy_attr(struct snap_policy *p, const char *key, const char *value)
+{
+    double w;
+
+    if (strcmp(key, "weight") == 0) {
+        if (!parse_num((const xmlChar *)value, 0.001, 1e6, &w)) {
+            snprintf(p->error, sizeof(p->error), "weight: expected a number from 0.001 to 1e6, not \"%.40s\"", value);
+            return false;
+        }
+        p->weight = w;
+        return true;
+    }
+    if (strcmp(key, "opt_out") == 0) {
+        bool b;
+        if (ch_conf_bool(key, value, &b, p->error, sizeof(p->error)) < 0)
+            return false;
+        p->opt_out = b;
+        return true;
+    }
+    if (strcmp(key, "actuator") == 0) {
+        for (int a = CFG_ACT_CHANNEL; a <= CFG_ACT_AGENT_VCPUS; a++)
+            if (strcmp(value, cfg_actuator_name((enum cfg_actuator)a)) == 0) {
+                p->actuator = (signed char)a;
+                return true;
+            }
+        snprintf(p->error, sizeof(p->error),
+                 "actuator: expected channel, agent-sysfs or agent-vcpus, not \"%.40s\"", value);
+        return false;
+    }
+    snprintf(p->error, sizeof(p->error), "unknown attribute \"%.40s\" (weight, opt_out, actuator)",
+             key);
+    return false;
+}
+
+/* The administrator's per-VM policy element, if any: all of it, or none of it. */
+static void parse_policy(xmlXPathContextPtr ctx, struct snap_policy *p)
+{
+    xmlXPathObjectPtr o = xmlXPathEvalExpression(
+        (const xmlChar *)"/domain/metadata/*[namespace-uri()='" DX_POLICY_URI "']", ctx);
+    xmlNodePtr node;
+
+    memset(p, 0, sizeof(*p));
+    p->opt_out = -1;
+    p->actuator = -1;
+    if (!o || o->type != XPATH_NODESET || !o->nodesetval || o->nodesetval->nodeNr == 0)
+        goto out;
+    node = o->nodesetval->nodeTab[0];
+    p->present = true;
+    if (strcmp((const char *)node->name, "policy") != 0) {
+        snprintf(p->error, sizeof(p->error), "element <%.40s>: expected <policy>",
+                 (const char *)node->name);
+    } else {
+        for (xmlAttrPtr a = node->properties; a; a = a->next) {
+            xmlChar *v = xmlNodeListGetString(node->doc, a->children, 1);
+            bool ok = policy_attr(p, (const char *)a->name, v ? (const char *)v : "");
+            xmlFree(v);
+            if (!ok)
+                break;
+        }
+    }
+    if (p->error[0]) { /* ignored as a whole: the defaults apply */
+        p->weight = 0;
+        p->opt_out = -1;
+        p->actuator = -1;
+    }
+out:
+    xmlXPathFreeObject(o);
+}
+
 int dx_parse(const char *xml, size_t len, struct dx_info *info)
 {
     xmlDocPtr doc = NULL;
@@ -100,6 +172,8 @@ int dx_parse(const char *xml, size_t len, struct dx_info *info)
 
     memset(info, 0, sizeof(*info));
     info->threads = 1;
+    info->policy.opt_out = -1;
+    info->policy.actuator = -1;
     if (len > INT_MAX)
         return -EINVAL;
     doc = xmlReadMemory(xml, (int)len, "domain.xml", NULL,
@@ -119,6 +193,7 @@ int dx_parse(const char *xml, size_t len, struct dx_info *info)
     if (path && strlen((const char *)path) < sizeof(info->channel))
         snprintf(info->channel, sizeof(info->channel), "%s", (const char *)path);
     parse_cap(ctx, &info->cap);
+    parse_policy(ctx, &info->policy);
     rc = 0;
 
 cleanup:

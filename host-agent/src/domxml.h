@@ -19,6 +19,13 @@
 #define DX_CAP_URI "http://corehint.org/xmlns/hostd-cap/1"
 #define DX_CAP_KEY "corehint-cap"
 
+/* Per-VM policy an administrator keeps in the domain's <metadata>:
+ *   virsh metadata DOMAIN http://corehint.org/xmlns/policy/1 --key corehint \
+ *       --set '<policy weight="2" opt_out="no" actuator="channel"/>' --live --config
+ * Every attribute is optional; an unknown attribute or a bad value makes hostd ignore the
+ * whole element (policy.error says why). */
+#define DX_POLICY_URI "http://corehint.org/xmlns/policy/1"
+
 struct dx_cap {
     bool present;
     double cpus;
@@ -28,6 +35,7 @@ struct dx_cap {
 
 struct dx_info {
     struct dx_cap cap;
+    struct snap_policy policy;
     unsigned threads;            /* /domain/cpu/topology/@threads, 1 when absent */
     unsigned shares;             /* /domain/cputune/shares, 0 when absent */
     char channel[SNAP_PATH_MAX]; /* unix channel with target name org.corehint.0, or "" */

@@ -62,6 +62,7 @@ static int dom_build(struct model_dom *md, const struct snap_dom *cur, const str
     md->shares = cur->shares;
     memcpy(md->channel, cur->channel, sizeof(md->channel));
     md->cap_recorded = cur->cap_recorded;
+    md->policy = cur->policy;
     md->housekeeping = cur->housekeeping;
     md->acked = cur->acked;
     md->applied = cur->applied;

@@ -40,6 +40,7 @@ struct model_dom {
     unsigned shares;             /* live cpu_shares, 0 unknown */
     char channel[SNAP_PATH_MAX]; /* org.corehint.0 socket, "" when none */
     double cap_recorded;         /* a cap a hostd recorded in the domain's metadata, 0 none */
+    struct snap_policy policy;   /* per-VM policy from the domain's metadata */
     ch_cpuset housekeeping;      /* from the guest's hello; empty: unknown */
     bool acked;                  /* the guest acknowledged hints in host mode (snapshot.h) */
     ch_cpuset applied;           /* the set it reported applied, when acked */

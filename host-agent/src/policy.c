@@ -216,7 +216,7 @@ static unsigned round_to_cores(unsigned k, unsigned threads, unsigned n)
 static double weight_of(const struct model_dom *d, unsigned shares_default,
                         const struct hd_config *cfg, const struct cfg_domain *cd)
 {
-    if (cd && cd->weight > 0)
+    if (cd->weight > 0)
         return cd->weight;
     /* What the host kernel weighs the domain's cgroup by, relative to a domain nobody
      * weighted (cpu_shares 1024 on cgroup v1, cpu.weight 100 on v2): 1 by default, whatever
@@ -234,7 +234,7 @@ static void prepare(struct work *w, unsigned shares_default, const struct hd_con
 {
     const struct model_dom *d = w->d;
     const struct pol_decision *p = w->prev;
-    const struct cfg_domain *cd = cfg_domain_find(cfg, d->name, d->uuid);
+    struct cfg_domain cd;
     struct pol_decision *o = w->out;
     unsigned n = d->nvcpu;
 
@@ -242,8 +242,9 @@ static void prepare(struct work *w, unsigned shares_default, const struct hd_con
     memcpy(o->uuid, d->uuid, sizeof(o->uuid));
     o->nvcpu = n;
     o->demand = d->demand;
-    o->weight = weight_of(d, shares_default, cfg, cd);
-    o->opt_out = cd && cd->opt_out;
+    cfg_domain_settings(cfg, d->name, d->uuid, &d->policy, &cd);
+    o->weight = weight_of(d, shares_default, cfg, &cd);
+    o->opt_out = cd.opt_out;
     o->pool = d->pool;
     w->prev_k = n;
     if (p && p->count < p->nvcpu) {

@@ -8,6 +8,7 @@
 
 #include <json-c/json.h>
 
+#include "config.h"
 #include "corehint/cpulist.h"
 
 /* A non-empty cpulist under k; nothing for an empty set. */
@@ -22,6 +23,23 @@ static void put_cpulist(json_object *o, const char *k, const ch_cpuset *set)
 static void put_u64(json_object *o, const char *k, uint64_t v)
 {
     json_object_object_add(o, k, json_object_new_uint64(v));
+}
+
+static json_object *policy_json(const struct snap_policy *p)
+{
+    json_object *o = json_object_new_object();
+
+    if (p->weight > 0)
+        json_object_object_add(o, "weight", json_object_new_double(p->weight));
+    if (p->opt_out >= 0)
+        json_object_object_add(o, "opt_out", json_object_new_boolean(p->opt_out));
+    if (p->actuator >= 0)
+        json_object_object_add(
+            o, "actuator",
+            json_object_new_string(cfg_actuator_name((enum cfg_actuator)p->actuator)));
+    if (p->error[0])
+        json_object_object_add(o, "error", json_object_new_string(p->error));
+    return o;
 }
 
 static json_object *vcpu_json(const struct snap_vcpu *v)
@@ -80,6 +98,8 @@ char *rec_format(const struct snapshot *s)
         if (d->channel[0])
             json_object_object_add(o, "channel", json_object_new_string(d->channel));
         put_cpulist(o, "housekeeping", &d->housekeeping);
+        if (d->policy.present)
+            json_object_object_add(o, "policy", policy_json(&d->policy));
         if (d->acked)
             put_cpulist(o, "applied", &d->applied);
         for (unsigned v = 0; v < d->nvcpu; v++)
@@ -226,6 +246,51 @@ static int get_cpulist(json_object *o, const char *k, ch_cpuset *out, bool *pres
     return 0;
 }
 
+/* A domain's metadata policy as recorded (policy_json), ranges as domxml.c checks them. */
+static int parse_policy(json_object *o, struct snap_policy *p, const char *dom, char *err,
+                        size_t errlen)
+{
+    char act[32] = "";
+    json_object *po, *w;
+    bool b, has_b;
+    int rc;
+
+    memset(p, 0, sizeof(*p));
+    p->opt_out = -1;
+    p->actuator = -1;
+    if (!json_object_object_get_ex(o, "policy", &po))
+        return 0;
+    if (!json_object_is_type(po, json_type_object)) {
+        snprintf(err, errlen, "domain %s: \"policy\" must be an object", dom);
+        return -EINVAL;
+    }
+    p->present = true;
+    if (json_object_object_get_ex(po, "weight", &w)) {
+        if (!(json_object_is_type(w, json_type_double) || json_object_is_type(w, json_type_int)) ||
+            !(json_object_get_double(w) >= 0.001 && json_object_get_double(w) <= 1e6)) {
+            snprintf(err, errlen, "domain %s: policy \"weight\" must be a number 0.001..1e6", dom);
+            return -EINVAL;
+        }
+        p->weight = json_object_get_double(w);
+    }
+    if ((rc = get_bool(po, "opt_out", &b, &has_b, err, errlen)) < 0 ||
+        (rc = get_str(po, "actuator", act, sizeof(act), false, err, errlen)) < 0 ||
+        (rc = get_str(po, "error", p->error, sizeof(p->error), false, err, errlen)) < 0)
+        return rc;
+    if (has_b)
+        p->opt_out = b;
+    if (act[0]) {
+        for (int a = CFG_ACT_CHANNEL; a <= CFG_ACT_AGENT_VCPUS; a++)
+            if (strcmp(act, cfg_actuator_name((enum cfg_actuator)a)) == 0)
+                p->actuator = (signed char)a;
+        if (p->actuator < 0) {
+            snprintf(err, errlen, "domain %s: policy \"actuator\" \"%s\" unknown", dom, act);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
 static int parse_dom(json_object *o, struct snap_dom *d, unsigned npcpu, char *err, size_t errlen)
 {
     json_object *vs;
@@ -249,7 +314,8 @@ static int parse_dom(json_object *o, struct snap_dom *d, unsigned npcpu, char *e
     if (d->threads == 0)
         d->threads = 1;
     if ((rc = get_cpulist(o, "housekeeping", &d->housekeeping, NULL, d->name, err, errlen)) < 0 ||
-        (rc = get_cpulist(o, "applied", &d->applied, &d->acked, d->name, err, errlen)) < 0)
+        (rc = get_cpulist(o, "applied", &d->applied, &d->acked, d->name, err, errlen)) < 0 ||
+        (rc = parse_policy(o, &d->policy, d->name, err, errlen)) < 0)
         return rc;
     if (!json_object_object_get_ex(o, "vcpus", &vs) || !json_object_is_type(vs, json_type_array)) {
         snprintf(err, errlen, "domain %s: \"vcpus\" must be an array", d->name);

@@ -94,7 +94,29 @@ static json_object *decision_json(const struct pol_decision *d)
     return o;
 }
 
-static json_object *dom_json(const struct model_dom *d, const struct pol_decision *dec)
+/* The per-VM settings in force and where they came from. */
+static json_object *settings_json(const struct model_dom *d, const struct hd_config *cfg)
+{
+    json_object *o = json_object_new_object(), *from = json_object_new_array();
+    struct cfg_domain cd;
+    unsigned src = cfg_domain_settings(cfg, d->name, d->uuid, &d->policy, &cd);
+
+    if (cd.weight > 0)
+        json_object_object_add(o, "weight", num(cd.weight));
+    json_object_object_add(o, "opt_out", json_object_new_boolean(cd.opt_out));
+    json_object_object_add(o, "actuator", json_object_new_string(cfg_actuator_name(cd.actuator)));
+    if (src & CFG_FROM_CONF)
+        json_object_array_add(from, json_object_new_string("hostd.conf"));
+    if (src & CFG_FROM_METADATA)
+        json_object_array_add(from, json_object_new_string("metadata"));
+    json_object_object_add(o, "from", from);
+    if (d->policy.error[0])
+        json_object_object_add(o, "metadata_error", json_object_new_string(d->policy.error));
+    return o;
+}
+
+static json_object *dom_json(const struct model_dom *d, const struct pol_decision *dec,
+                             const struct hd_config *cfg)
 {
     json_object *o = json_object_new_object(), *vs = json_object_new_array();
 
@@ -124,6 +146,7 @@ static json_object *dom_json(const struct model_dom *d, const struct pol_decisio
         json_object_array_add(vs, x);
     }
     json_object_object_add(o, "vcpu", vs);
+    json_object_object_add(o, "settings", settings_json(d, cfg));
     if (dec)
         json_object_object_add(o, "decision", decision_json(dec));
     return o;
@@ -140,7 +163,7 @@ json_object *rep_build(const struct model *m, const struct pol_decision *dec,
     json_object_object_add(root, "host", host_json(m));
     json_object_object_add(root, "pools", pools_json(m, dec, cfg));
     for (unsigned i = 0; i < m->ndom; i++)
-        json_object_array_add(doms, dom_json(&m->dom[i], dec ? &dec[i] : NULL));
+        json_object_array_add(doms, dom_json(&m->dom[i], dec ? &dec[i] : NULL, cfg));
     json_object_object_add(root, "domains", doms);
     return root;
 }

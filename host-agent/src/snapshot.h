@@ -57,6 +57,16 @@ struct snap_vcpu {
     struct hd_pset affinity; /* pinning; empty = unknown (treated as every host CPU) */
 };
 
+/* Per-VM policy from the domain's own <metadata> (namespace DX_POLICY_URI, domxml.h), as
+ * parsed; hostd.conf's [domain] section overrides it key by key (cfg_domain_settings()). */
+struct snap_policy {
+    bool present;        /* the element exists (valid or not) */
+    double weight;       /* 0: not set */
+    signed char opt_out; /* -1: not set, 0, 1 */
+    signed char actuator; /* -1: not set, else an enum cfg_actuator */
+    char error[128];     /* why the element was ignored, "" when valid (or absent) */
+};
+
 struct snap_dom {
     char name[SNAP_NAME_MAX];
     char uuid[SNAP_UUID_LEN + 1];
@@ -66,6 +76,7 @@ struct snap_dom {
     unsigned shares;             /* live cpu_shares (the cgroup's weight), 0 unknown */
     char channel[SNAP_PATH_MAX]; /* socket of the org.corehint.0 channel, "" when none */
     double cap_recorded;         /* CPUs of a cap a hostd recorded in its metadata, 0 none */
+    struct snap_policy policy;   /* from the domain's metadata */
     /* The guest's housekeeping CPUs as its helper's hello gave them; empty when unknown (the
      * policy then keeps the lowest vCPU in every set). */
     ch_cpuset housekeeping;

@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "config.h"
+#include "snapshot.h"
 
 static int load(const char *text, char *err, size_t errlen, struct hd_config *c)
 {
@@ -109,5 +110,64 @@ TEST(files)
     c.record[0] = 'x';
     c.replay[0] = 'y';
     CHECK_INT(cfg_check(&c, err, sizeof(err)), -EINVAL);
+    cfg_free(&c);
+}
+
+static struct snap_policy meta(double weight, int opt_out, int actuator)
+{
+    struct snap_policy p = {.present = true, .weight = weight};
+    p.opt_out = (signed char)opt_out;
+    p.actuator = (signed char)actuator;
+    return p;
+}
+
+TEST(settings_conf_over_metadata_over_defaults)
+{
+    struct hd_config c;
+    struct cfg_domain d;
+    struct snap_policy m = meta(3, 1, CFG_ACT_CHANNEL), none = meta(0, -1, -1);
+    char err[256];
+
+    CHECK_INT(load("[domain web]\nweight = 4\n[domain db]\nopt_out = no\nactuator = agent-vcpus\n",
+                   err, sizeof(err), &c),
+              0);
+    /* nothing anywhere: the defaults */
+    CHECK_INT(cfg_domain_settings(&c, "other", "0000", NULL, &d), 0);
+    CHECK(d.weight == 0 && !d.opt_out && d.actuator == CFG_ACT_CHANNEL);
+    CHECK_INT(cfg_domain_settings(&c, "other", "0000", &none, &d), 0);
+    /* metadata alone */
+    CHECK_INT(cfg_domain_settings(&c, "other", "0000", &m, &d), CFG_FROM_METADATA);
+    CHECK(d.weight == 3 && d.opt_out && d.actuator == CFG_ACT_CHANNEL);
+    /* key by key: hostd.conf's weight, the metadata's opt_out */
+    CHECK_INT(cfg_domain_settings(&c, "web", "0000", &m, &d), CFG_FROM_METADATA | CFG_FROM_CONF);
+    CHECK(d.weight == 4 && d.opt_out);
+    /* an explicit "opt_out = no" in hostd.conf beats the metadata's yes */
+    CHECK_INT(cfg_domain_settings(&c, "db", "0000", &m, &d), CFG_FROM_METADATA | CFG_FROM_CONF);
+    CHECK(d.weight == 3 && !d.opt_out && d.actuator == CFG_ACT_AGENT_VCPUS);
+    /* only the sources of values in force count */
+    m.weight = 0;
+    CHECK_INT(cfg_domain_settings(&c, "db", "0000", &m, &d), CFG_FROM_CONF);
+    /* metadata that was ignored as invalid counts as none */
+    snprintf(m.error, sizeof(m.error), "unknown attribute");
+    CHECK_INT(cfg_domain_settings(&c, "other", "0000", &m, &d), 0);
+    CHECK(d.weight == 0 && !d.opt_out);
+    cfg_free(&c);
+}
+
+TEST(settings_metadata_agent_needs_consent)
+{
+    struct hd_config c;
+    struct cfg_domain d;
+    struct snap_policy m = meta(0, -1, CFG_ACT_AGENT_SYSFS);
+    char err[256];
+
+    CHECK_INT(load("", err, sizeof(err), &c), 0);
+    CHECK(!c.metadata_agent && !cfg_needs_write(&c));
+    CHECK_INT(cfg_domain_settings(&c, "vm", "0000", &m, &d), 0);
+    CHECK(d.actuator == CFG_ACT_CHANNEL);
+    CHECK_INT(load("metadata_agent = yes\n", err, sizeof(err), &c), 0);
+    CHECK(cfg_needs_write(&c)); /* qemu-ga commands need a read-write connection */
+    CHECK_INT(cfg_domain_settings(&c, "vm", "0000", &m, &d), CFG_FROM_METADATA);
+    CHECK(d.actuator == CFG_ACT_AGENT_SYSFS);
     cfg_free(&c);
 }

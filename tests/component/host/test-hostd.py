@@ -134,6 +134,52 @@ def replay_pinned_with_config():
 
 
 @case
+def replay_metadata_policy():
+    """Per-VM policy from the domains' metadata as recorded, and hostd.conf over it key by key."""
+    with tempfile.TemporaryDirectory() as d:
+        lines = [l for l in open(os.path.join(TRACES, "overcommit-2x.jsonl")) if not l.startswith("#")]
+        out = []
+        for l in lines:
+            snap = json.loads(l)
+            for dom in snap["domains"]:
+                if dom["name"] == "a":
+                    dom["policy"] = {"weight": 3}
+                else:
+                    dom["policy"] = {"opt_out": True, "weight": 5}
+            out.append(json.dumps(snap))
+        trace = os.path.join(d, "meta.jsonl")
+        write(trace, "\n".join(out) + "\n")
+        conf = os.path.join(d, "hostd.conf")
+        write(conf, "[domain b]\nopt_out = no\n")
+        s = run(["--replay", trace, "-c", conf]).stdout.splitlines()
+        s = [json.loads(l) for l in s if l.strip()]
+        a, b = decision(s[1], "a"), decision(s[1], "b")
+        check(a["weight"] == 3 and b["weight"] == 5, "weights from metadata: %s %s" % (a, b))
+        check(not b["opt_out"] and b["reason"] == "fair-share", "hostd.conf's opt_out = no wins: %s" % b)
+        check(b["entitlement"] > a["entitlement"], "weight 5 entitled over weight 3: %s %s" % (a, b))
+        sets = {x["name"]: x["settings"] for x in s[1]["domains"]}
+        check(sets["a"] == {"weight": 3, "opt_out": False, "actuator": "channel", "from": ["metadata"]},
+              "a's settings: %s" % sets["a"])
+        check(sets["b"]["from"] == ["hostd.conf", "metadata"] and sets["b"]["weight"] == 5,
+              "b's settings: %s" % sets["b"])
+        # without the section b's metadata opts it out
+        s = [json.loads(l) for l in run(["--replay", trace]).stdout.splitlines() if l.strip()]
+        expect(s, 2, "b", "0-1", "opt-out")
+        # metadata hostd found invalid, as recorded: ignored as a whole, the reason shown
+        bad = []
+        for l in out:
+            snap = json.loads(l)
+            snap["domains"][0]["policy"] = {"error": "unknown attribute \"x\""}
+            bad.append(json.dumps(snap))
+        write(trace, "\n".join(bad) + "\n")
+        s = [json.loads(l) for l in run(["--replay", trace]).stdout.splitlines() if l.strip()]
+        sa = [x for x in s[1]["domains"] if x["name"] == "a"][0]
+        check(sa["settings"] == {"opt_out": False, "actuator": "channel", "from": [],
+                                 "metadata_error": "unknown attribute \"x\""}, "a's settings: %s" % sa["settings"])
+        check(sa["decision"]["weight"] != 3, "no weight from an invalid element: %s" % sa["decision"])
+
+
+@case
 def replay_is_deterministic():
     a = run(["--replay", os.path.join(TRACES, "churn.jsonl")]).stdout
     b = run(["--replay", os.path.join(TRACES, "churn.jsonl")]).stdout
@@ -914,6 +960,8 @@ def ctl_shows_status_domain_metrics():
         check("preferred vCPUs 0 (1 of 2" in out and "reason fair-share" in out
               and "is contended" in out and "entitles this VM to" in out, "domain a: " + out)
         check("helper fake/1" in out and "last status: seq" in out, "domain a guest: " + out)
+        check("settings: weight from the host's cpu_shares, opt_out no, actuator channel; from the "
+              "defaults" in out, "domain a settings: " + out)
         uuid = dom_status(doc, "b")["uuid"]
         js, _ = ctl(["-e", ep, "--json", "domain", uuid])
         check(json.loads(js)["name"] == "b", "domain by UUID: " + js[:200])
