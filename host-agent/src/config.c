@@ -84,6 +84,14 @@ const char *cfg_actuator_name(enum cfg_actuator a)
     return "?";
 }
 
+int cfg_actuator_parse(const char *name)
+{
+    for (int a = CFG_ACT_CHANNEL; a <= CFG_ACT_AGENT_VCPUS; a++)
+        if (strcmp(name, cfg_actuator_name((enum cfg_actuator)a)) == 0)
+            return a;
+    return -1;
+}
+
 void cfg_defaults(struct hd_config *c)
 {
     memset(c, 0, sizeof(*c));
@@ -207,12 +215,12 @@ static int on_line(void *ctx, const struct ch_conf_line *l, char *err, size_t er
         return ch_conf_bool(l->key, l->value, &d->opt_out, err, errlen);
     }
     if (strcmp(l->key, "actuator") == 0) {
-        for (int a = CFG_ACT_CHANNEL; a <= CFG_ACT_AGENT_VCPUS; a++)
-            if (strcmp(l->value, cfg_actuator_name((enum cfg_actuator)a)) == 0) {
-                d->actuator = (enum cfg_actuator)a;
-                d->has_actuator = true;
-                return 0;
-            }
+        int a = cfg_actuator_parse(l->value);
+        if (a >= 0) {
+            d->actuator = (enum cfg_actuator)a;
+            d->has_actuator = true;
+            return 0;
+        }
         snprintf(err, errlen, "actuator: expected channel, agent-sysfs or agent-vcpus, not \"%s\"",
                  l->value);
         return -EINVAL;

@@ -38,6 +38,8 @@ enum {
 struct snap_policy;
 
 const char *cfg_actuator_name(enum cfg_actuator a);
+/* The actuator called name (cfg_actuator_name's words), or -1. */
+int cfg_actuator_parse(const char *name);
 
 struct hd_config {
     /* sampling */

@@ -100,7 +100,8 @@ static bool policy_attr(struct snap_policy *p, const char *key, const char *valu
 
     if (strcmp(key, "weight") == 0) {
         if (!parse_num((const xmlChar *)value, 0.001, 1e6, &w)) {
-            snprintf(p->error, sizeof(p->error), "weight: expected a number from 0.001 to 1e6, not \"%.40s\"", value);
+            snprintf(p->error, sizeof(p->error),
+                     "weight: expected a number from 0.001 to 1e6, not \"%.40s\"", value);
             return false;
         }
         p->weight = w;
@@ -114,11 +115,11 @@ static bool policy_attr(struct snap_policy *p, const char *key, const char *valu
         return true;
     }
     if (strcmp(key, "actuator") == 0) {
-        for (int a = CFG_ACT_CHANNEL; a <= CFG_ACT_AGENT_VCPUS; a++)
-            if (strcmp(value, cfg_actuator_name((enum cfg_actuator)a)) == 0) {
-                p->actuator = (signed char)a;
-                return true;
-            }
+        int a = cfg_actuator_parse(value);
+        if (a >= 0) {
+            p->actuator = (signed char)a;
+            return true;
+        }
         snprintf(p->error, sizeof(p->error),
                  "actuator: expected channel, agent-sysfs or agent-vcpus, not \"%.40s\"", value);
         return false;
@@ -154,6 +155,10 @@ static void parse_policy(xmlXPathContextPtr ctx, struct snap_policy *p)
                 break;
         }
     }
+    /* The reason quotes the administrator's text: no control character reaches the log. */
+    for (char *c = p->error; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
     if (p->error[0]) { /* ignored as a whole: the defaults apply */
         p->weight = 0;
         p->opt_out = -1;

@@ -280,9 +280,7 @@ static int parse_policy(json_object *o, struct snap_policy *p, const char *dom, 
     if (has_b)
         p->opt_out = b;
     if (act[0]) {
-        for (int a = CFG_ACT_CHANNEL; a <= CFG_ACT_AGENT_VCPUS; a++)
-            if (strcmp(act, cfg_actuator_name((enum cfg_actuator)a)) == 0)
-                p->actuator = (signed char)a;
+        p->actuator = (signed char)cfg_actuator_parse(act);
         if (p->actuator < 0) {
             snprintf(err, errlen, "domain %s: policy \"actuator\" \"%s\" unknown", dom, act);
             return -EINVAL;

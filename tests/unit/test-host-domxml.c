@@ -134,6 +134,8 @@ TEST(policy_invalid_is_ignored_whole_with_a_reason)
         {POL("weight='3' opt_out='maybe'"), "opt_out"},
         {POL("opt_out='yes' actuator='ssh'"), "actuator: expected channel"},
         {"<corehint:settings xmlns:corehint='" DX_POLICY_URI "' weight='2'/>", "<settings>"},
+        /* an attribute value holding a newline and an escape: quoted without either */
+        {POL("actuator='x&#10;y&#9;z'"), "not \"x?y?z\""},
     };
     struct dx_info info;
 

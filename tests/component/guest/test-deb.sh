@@ -1,15 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# test-deb.sh BUILD_DIR: build the corehint-guest .deb with the project's own target (debian/,
-# dpkg-buildpackage from the source tarball), check its files, conffiles and maintainer
+# test-deb.sh BUILD_DIR: the corehint-guest .deb built with the project's own target (debian/,
+# dpkg-buildpackage from the source tarball; tests/component/build-packages.sh): check its files, conffiles and maintainer
 # scripts, run lintian (no errors, no warnings), and run what it installs from an extracted
 # copy.
 set -euo pipefail
 build=$1
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-cmake --build "$build" --target deb >"$build/deb-build.log" 2>&1 ||
-    { tail -40 "$build/deb-build.log"; fail "cmake --build --target deb"; }
+# built by tests/component/build-packages.sh (the ctest fixture corehint-packages)
 mapfile -t debs < <(find "$build/deb" -maxdepth 1 -name 'corehint-guest_*.deb')
 [ ${#debs[@]} -eq 1 ] || fail "expected one .deb, found ${#debs[@]}"
 deb=${debs[0]}
