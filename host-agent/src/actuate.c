@@ -204,9 +204,10 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
         cfg_domain_settings(a->cfg, v->name, v->uuid, &md->policy, &cd);
         bool refused = md->policy.actuator > CFG_ACT_CHANNEL && !a->cfg->metadata_agent;
         if (refused && !v->meta_agent_refused)
-            log_msg(LOG_LVL_WARN, "domain %s: its metadata asks for actuator %s; not taken "
-                    "without metadata_agent = yes in hostd.conf", v->name,
-                    cfg_actuator_name((enum cfg_actuator)md->policy.actuator));
+            log_msg(LOG_LVL_WARN,
+                    "domain %s: its metadata asks for actuator %s; not taken "
+                    "without metadata_agent = yes in hostd.conf",
+                    v->name, cfg_actuator_name((enum cfg_actuator)md->policy.actuator));
         v->meta_agent_refused = refused;
         if (widen) {
             ch_cpuset_zero(&cpus);

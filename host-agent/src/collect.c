@@ -131,13 +131,17 @@ static void policy_news(const char *name, const struct snap_policy *old,
         return;
     if (!now->present) {
         if (old && old->present)
-            log_msg(LOG_LVL_INFO, "domain %s: corehint metadata removed; hostd.conf and the "
-                    "defaults apply", name);
+            log_msg(LOG_LVL_INFO,
+                    "domain %s: corehint metadata removed; hostd.conf and the "
+                    "defaults apply",
+                    name);
         return;
     }
     if (now->error[0]) {
-        log_msg(LOG_LVL_WARN, "domain %s: corehint metadata (%s) ignored: %s; hostd.conf and "
-                "the defaults apply", name, DX_POLICY_URI, now->error);
+        log_msg(LOG_LVL_WARN,
+                "domain %s: corehint metadata (%s) ignored: %s; hostd.conf and "
+                "the defaults apply",
+                name, DX_POLICY_URI, now->error);
         return;
     }
     what[0] = '\0';

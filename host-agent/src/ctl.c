@@ -410,7 +410,8 @@ static json_object *pool_of(json_object *doc, double id)
 static void print_settings(json_object *d)
 {
     json_object *set = field(d, "settings"), *from = field(set, "from");
-    size_t n = from && json_object_is_type(from, json_type_array) ? json_object_array_length(from) : 0;
+    size_t n =
+        from && json_object_is_type(from, json_type_array) ? json_object_array_length(from) : 0;
     char src[64] = "";
 
     if (!set)

@@ -60,11 +60,11 @@ struct snap_vcpu {
 /* Per-VM policy from the domain's own <metadata> (namespace DX_POLICY_URI, domxml.h), as
  * parsed; hostd.conf's [domain] section overrides it key by key (cfg_domain_settings()). */
 struct snap_policy {
-    bool present;        /* the element exists (valid or not) */
-    double weight;       /* 0: not set */
-    signed char opt_out; /* -1: not set, 0, 1 */
+    bool present;         /* the element exists (valid or not) */
+    double weight;        /* 0: not set */
+    signed char opt_out;  /* -1: not set, 0, 1 */
     signed char actuator; /* -1: not set, else an enum cfg_actuator */
-    char error[128];     /* why the element was ignored, "" when valid (or absent) */
+    char error[128];      /* why the element was ignored, "" when valid (or absent) */
 };
 
 struct snap_dom {

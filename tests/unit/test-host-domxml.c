@@ -73,7 +73,6 @@ TEST(cap_record_with_bad_numbers_gives_back_no_limit)
     CHECK(info.cap.present && info.cap.cpus == 0);
 }
 
-
 #define POL(attrs) "<corehint:policy xmlns:corehint='" DX_POLICY_URI "' " attrs "/>"
 
 TEST(policy_read_from_metadata)
@@ -97,8 +96,11 @@ TEST(policy_read_from_metadata)
     CHECK_INT(info.policy.opt_out, -1);
     CHECK_STR(info.policy.error, "");
     /* beside hostd's cap record and another namespace's element */
-    CHECK_INT(parse(DOM(CAP("cpus='1' saved_period='100000' saved_quota='-1'")
-                            "<p:policy xmlns:p='http://example.org/p' weight='9'/>" POL("weight='3'")),
+    CHECK_INT(parse(DOM(CAP("cpus='1' saved_period='100000' saved_quota='-1'") "<p:policy "
+                                                                               "xmlns:p='http://"
+                                                                               "example.org/p' "
+                                                                               "weight='9'/>" POL(
+                                                                                   "weight='3'")),
                     &info),
               0);
     CHECK(info.cap.present && info.policy.present && info.policy.weight == 3);
