@@ -139,6 +139,7 @@ static void agent_result(struct act_vm *v, enum cfg_actuator how, const ch_cpuse
     v->agent_ok++;
     v->agent_error[0] = '\0';
     v->agent_applied = true;
+    v->agent_how = how;
     v->agent_cpus = *cpus;
     if (ch_cpulist_format(cpus, list, sizeof(list)) < 0)
         list[0] = '\0';
@@ -202,7 +203,10 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
         struct cfg_domain cd;
 
         cfg_domain_settings(a->cfg, v->name, v->uuid, &md->policy, &cd);
-        bool refused = md->policy.actuator > CFG_ACT_CHANNEL && !a->cfg->metadata_agent;
+        const struct cfg_domain *sec = cfg_domain_find(a->cfg, v->name, v->uuid);
+        /* (a [domain] section naming the actuator overrides the metadata's anyway) */
+        bool refused = md->policy.actuator > CFG_ACT_CHANNEL && !a->cfg->metadata_agent &&
+                       !(sec && sec->has_actuator);
         if (refused && !v->meta_agent_refused)
             log_msg(LOG_LVL_WARN,
                     "domain %s: its metadata asks for actuator %s; not taken "
@@ -218,6 +222,21 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
          * an empty set: nothing to apply, by either actuator. */
         if (ch_cpuset_empty(&cpus))
             continue;
+        /* The domain left its qemu-ga actuator (its metadata or hostd.conf changed, or it
+         * opted out) while that agent holds a narrowed set in the guest (vCPUs offline, a
+         * narrowed preferred file): nothing else would undo it.  Give every vCPU back through
+         * that agent first; once it has applied them, let go of it. */
+        if (v->agent_applied && v->agent_how != CFG_ACT_CHANNEL &&
+            (cd.actuator != v->agent_how || d->opt_out) && !a->cfg->dry_run) {
+            ch_cpuset all;
+            ch_cpuset_zero(&all);
+            for (unsigned c = 0; c < md->nvcpu && c < CH_CPU_MAX; c++)
+                ch_cpuset_set(&all, c);
+            if (ch_cpuset_equal(&v->agent_cpus, &all))
+                v->agent_applied = false;
+            else
+                agent_apply(a, v, md, &all, v->agent_how);
+        }
         if (cd.actuator != CFG_ACT_CHANNEL && !d->opt_out && !a->cfg->dry_run) {
             agent_apply(a, v, md, &cpus, cd.actuator);
             continue;

@@ -36,6 +36,7 @@ struct act_vm {
                                across reconnects until a new hello says otherwise */
     /* qemu-ga actuators: what the agent last applied, to act on changes only */
     bool agent_applied;
+    enum cfg_actuator agent_how; /* the agent that applied agent_cpus */
     bool agent_pending; /* a command is with the agent function */
     ch_cpuset agent_cpus;
     uint64_t agent_ok, agent_failed;

@@ -155,9 +155,10 @@ static void parse_policy(xmlXPathContextPtr ctx, struct snap_policy *p)
                 break;
         }
     }
-    /* The reason quotes the administrator's text: no control character reaches the log. */
+    /* The reason quotes the administrator's text: no control character reaches the log, and
+     * no non-ASCII byte (a cut may split a UTF-8 sequence; /status and traces are JSON). */
     for (char *c = p->error; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+        if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
             *c = '?';
     if (p->error[0]) { /* ignored as a whole: the defaults apply */
         p->weight = 0;

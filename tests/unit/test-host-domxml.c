@@ -138,6 +138,8 @@ TEST(policy_invalid_is_ignored_whole_with_a_reason)
         {"<corehint:settings xmlns:corehint='" DX_POLICY_URI "' weight='2'/>", "<settings>"},
         /* an attribute value holding a newline and an escape: quoted without either */
         {POL("actuator='x&#10;y&#9;z'"), "not \"x?y?z\""},
+        /* non-ASCII quoted as '?' (a cut could split a UTF-8 sequence) */
+        {POL("actuator='caf\xc3\xa9'"), "not \"caf??\""},
     };
     struct dx_info info;
 

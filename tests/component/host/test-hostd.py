@@ -1573,6 +1573,53 @@ def agent_skips_domain_without_vcpus():
 
 
 @case
+def agent_released_when_actuator_changes():
+    """A domain on qemu-ga agent-vcpus (chosen in its metadata) has vCPU 1 offline; then its
+    metadata is removed (the channel again).  Nothing but that agent can bring vCPU 1 back:
+    hostd gives every vCPU back through it once, then lets go of it."""
+    iv = 200 if SLOW == 1 else 1000
+    d = tempfile.mkdtemp(prefix="hostd-qgarel-")
+    agent = FakeAgent(os.path.join(d, "b.agent.sock"))
+    conf = os.path.join(d, "hostd.conf")
+    write(conf, "metadata_agent = yes\n")
+    t = traces.Trace(2)
+    for k in range(14):
+        pol = {"policy": {"actuator": "agent-vcpus"}} if k < 6 else {}
+        t.sample([(1, "a", traces.busy2(), {}), (2, "b", traces.busy2(), pol)])
+    trace = os.path.join(d, "trace.jsonl")
+    write(trace, "\n".join(t.lines) + "\n")
+    log = ChildLog(os.path.join(d, "hostd.log"))
+    p = subprocess.Popen(argv(["--replay", trace, "--replay-realtime", "--interval-ms", str(iv),
+                               "--channel-dir", d, "--metrics-listen", "", "-c", conf]),
+                         stdout=subprocess.DEVNULL, stderr=log)
+    def released():
+        c = agent.vcpus
+        off = [i for i, x in enumerate(c) if x == [{"logical-id": 1, "online": False}]]
+        return p.poll() is not None or (off and len(c) > off[-1] + 1)
+    try:
+        try:
+            wait_for(released, 30 * SLOW, "vCPU 1 given back")
+        except Fail:
+            pass  # judged below, with the calls and the log
+        time.sleep(4 * iv / 1000.0)  # nothing more from that agent afterwards
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+        rc = p.wait(30 * SLOW)
+        agent.close()
+        text = log.text()
+        log.close()
+        shutil.rmtree(d, ignore_errors=True)
+    check(rc == 0, "exit status %d: %s" % (rc, text[-2000:]))
+    calls = agent.vcpus
+    off = [i for i, c in enumerate(calls) if c == [{"logical-id": 1, "online": False}]]
+    check(off, "the agent never offlined vCPU 1: %s" % calls)
+    check(calls[-1] == [{"logical-id": 1, "online": True}],
+          "vCPU 1 left offline after the domain left agent-vcpus: %s\n%s" % (calls, text[-1500:]))
+    check(len(calls) == off[-1] + 2, "one release, then nothing more from that agent: %s" % calls)
+
+
+@case
 def agent_actuators():
     iv = 200 if SLOW == 1 else 1000
     d = tempfile.mkdtemp(prefix="hostd-qga-")

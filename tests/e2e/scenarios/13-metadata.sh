@@ -35,7 +35,7 @@ log_count() { grep -c -F "$1" "$E2E_DIR/hostd.log"; }
 # must show PYEXPR for a soon after (the decision of that sample; the poll adds its own delay
 # on a loaded TCG host, so it gets more room).
 change() { # what logpat pyexpr virsh-args...
-    local what=$1 pat=$2 expr=$3 t0 took mark line
+    local what=$1 pat=$2 expr=$3 t0 took mark line stamp
     shift 3
     mark=$(wc -l <"$E2E_DIR/hostd.log")
     t0=$(date +%s%3N)
@@ -44,7 +44,9 @@ change() { # what logpat pyexpr virsh-args...
     e2e_until 10 sh -c 'tail -n +"$1" "$2" | grep -qF -- "$3"' _ "$((mark + 1))" "$E2E_DIR/hostd.log" "$pat" ||
         e2e_fail "$what: hostd did not log \"$pat\" within 10 s"
     line=$(tail -n +"$((mark + 1))" "$E2E_DIR/hostd.log" | grep -m1 -F -- "$pat")
-    took=$(( $(date -d "${line%% *}" +%s%3N) - t0 ))
+    stamp=$(date -d "${line%% *}" +%s%3N) || e2e_fail "$what: no time stamp on hostd's line: $line"
+    took=$((stamp - t0))
+    [ "$took" -ge 0 ] || e2e_fail "$what: hostd's line is older than the command ($took ms): $line"
     e2e_log "$what: hostd logged it $took ms after virsh metadata"
     [ "$took" -le "$hostd_budget_ms" ] ||
         e2e_fail "$what: hostd took $took ms to see the change (budget $hostd_budget_ms ms: the next interval)"
@@ -67,11 +69,12 @@ change "invalid metadata" "domain $dom: corehint metadata ($uri) ignored: opt_ou
 e2e_expect "a shrinks again under the defaults" \
     e2e_until 20 e2e_status_field a "d['decision']['count'] == 1 or exit(1)"
 # metadata of another namespace changes too (hostd reads the XML again): still no new warning
+mark=$(wc -l <"$E2E_DIR/hostd.log")
 virsh -q -c "$E2E_URI" metadata "$dom" http://example.org/other/1 --live --key other --set '<note text="x"/>' >/dev/null ||
     e2e_fail "virsh metadata of another namespace"
 sleep $((4 * interval_ms / 1000))
 e2e_expect "hostd read the XML again after the other namespace's change" \
-    grep -q "domain $dom ([0-9a-f-]*): metadata" "$E2E_DIR/hostd.log"
+    sh -c 'tail -n +"$1" "$2" | grep -q "$3"' _ "$((mark + 1))" "$E2E_DIR/hostd.log" "domain $dom ([0-9a-f-]*): metadata"
 warned=$(log_count "domain $dom: corehint metadata ($uri) ignored: opt_out")
 [ "$warned" = 1 ] || e2e_fail "invalid metadata: $warned warnings in 4+ intervals, want exactly 1: $(grep -F "domain $dom: corehint metadata" "$E2E_DIR/hostd.log" | tail -n 5 | tr '\n' '|')"
 e2e_log "ok: one warning for the invalid element: $(grep -F "domain $dom: corehint metadata (" "$E2E_DIR/hostd.log" | sed 's/.*: corehint/corehint/')"

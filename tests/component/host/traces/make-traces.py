@@ -42,6 +42,8 @@ class Trace:
                  "shares": 0, "vcpus": vs}
             if extra.get("applied"):  # what the guest acknowledged applying in host mode
                 d["applied"] = extra["applied"]
+            if "policy" in extra:  # the domain's corehint metadata as hostd parsed it
+                d["policy"] = extra["policy"]
             out.append(d)
         for p in range(self.npcpu):
             b = 1.0 if busy is None else busy[p]
