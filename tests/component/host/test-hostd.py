@@ -1533,43 +1533,57 @@ class FakeAgent:
         self.srv.close()
 
 
+class AgentReplay:
+    """hostd replaying a two-domain trace in real time (interval iv) with hostd.conf text conf,
+    a fake qemu-ga for the domain called agent_name; stops hostd on exit and keeps its exit
+    status (rc) and log (text) for the checks."""
+
+    def __init__(self, prefix, conf, lines, agent_name):
+        self.iv = 200 if SLOW == 1 else 1000
+        self.d = tempfile.mkdtemp(prefix=prefix)
+        self.agent = FakeAgent(os.path.join(self.d, agent_name + ".agent.sock"))
+        cpath, trace = os.path.join(self.d, "hostd.conf"), os.path.join(self.d, "trace.jsonl")
+        write(cpath, conf)
+        write(trace, "\n".join(lines) + "\n")
+        self.log = ChildLog(os.path.join(self.d, "hostd.log"))
+        self.p = subprocess.Popen(argv(["--replay", trace, "--replay-realtime", "--interval-ms",
+                                        str(self.iv), "--channel-dir", self.d, "--metrics-listen",
+                                        "", "-c", cpath]),
+                                  stdout=subprocess.DEVNULL, stderr=self.log)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+        self.rc = self.p.wait(30 * SLOW)
+        self.agent.close()
+        self.text = self.log.text()
+        self.log.close()
+        shutil.rmtree(self.d, ignore_errors=True)
+        return False
+
+
 @case
 def agent_skips_domain_without_vcpus():
     """A domain being restored or migrated in shows up with no vCPU online to libvirt for a
     sample or two: its decision is an empty set, and qemu-ga must not be asked to apply it
     (an empty preferred list is an error in the guest, a set of no vCPUs meaningless)."""
-    iv = 200 if SLOW == 1 else 1000
-    d = tempfile.mkdtemp(prefix="hostd-qga0-")
-    agent = FakeAgent(os.path.join(d, "a.agent.sock"))
-    conf = os.path.join(d, "hostd.conf")
-    write(conf, "[domain a]\nactuator = agent-sysfs\n")
     t = traces.Trace(2)
     for k in range(10):
         t.sample([(1, "a", [] if k in (3, 4, 5) else traces.busy2(), {}),
                   (2, "b", traces.busy2(), {})])
-    trace = os.path.join(d, "trace.jsonl")
-    write(trace, "\n".join(t.lines) + "\n")
-    log = ChildLog(os.path.join(d, "hostd.log"))
-    p = subprocess.Popen(argv(["--replay", trace, "--replay-realtime", "--interval-ms", str(iv),
-                               "--channel-dir", d, "--metrics-listen", "", "-c", conf]),
-                         stdout=subprocess.DEVNULL, stderr=log)
-    try:
+    with AgentReplay("hostd-qga0-", "[domain a]\nactuator = agent-sysfs\n", t.lines, "a") as r:
+        p, log = r.p, r.log
         wait_for(lambda: "preferred  (0 of 0 vCPUs" in log.text() or p.poll() is not None,
                  30 * SLOW, "the decision for a domain without vCPUs")
         wait_for(lambda: p.poll() is not None or "a: preferred 0 " in
                  log.text().split("(0 of 0 vCPUs", 1)[-1], 30 * SLOW, "a decision after it")
-    finally:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-        rc = p.wait(30 * SLOW)
-        agent.close()
-        text = log.text()
-        log.close()
-        shutil.rmtree(d, ignore_errors=True)
-    check(rc == 0, "exit status %d: %s" % (rc, text[-2000:]))
-    check("preferred  (0 of 0 vCPUs" in text, "the trace has a domain without vCPUs: " + text[-2000:])
-    check(agent.writes and all(w.strip() for w in agent.writes),
-          "qemu-ga writes: %s" % agent.writes)
+    check(r.rc == 0, "exit status %d: %s" % (r.rc, r.text[-2000:]))
+    check("preferred  (0 of 0 vCPUs" in r.text, "the trace has a domain without vCPUs: " + r.text[-2000:])
+    check(r.agent.writes and all(w.strip() for w in r.agent.writes),
+          "qemu-ga writes: %s" % r.agent.writes)
 
 
 @case
@@ -1577,45 +1591,26 @@ def agent_released_when_actuator_changes():
     """A domain on qemu-ga agent-vcpus (chosen in its metadata) has vCPU 1 offline; then its
     metadata is removed (the channel again).  Nothing but that agent can bring vCPU 1 back:
     hostd gives every vCPU back through it once, then lets go of it."""
-    iv = 200 if SLOW == 1 else 1000
-    d = tempfile.mkdtemp(prefix="hostd-qgarel-")
-    agent = FakeAgent(os.path.join(d, "b.agent.sock"))
-    conf = os.path.join(d, "hostd.conf")
-    write(conf, "metadata_agent = yes\n")
     t = traces.Trace(2)
     for k in range(14):
         pol = {"policy": {"actuator": "agent-vcpus"}} if k < 6 else {}
         t.sample([(1, "a", traces.busy2(), {}), (2, "b", traces.busy2(), pol)])
-    trace = os.path.join(d, "trace.jsonl")
-    write(trace, "\n".join(t.lines) + "\n")
-    log = ChildLog(os.path.join(d, "hostd.log"))
-    p = subprocess.Popen(argv(["--replay", trace, "--replay-realtime", "--interval-ms", str(iv),
-                               "--channel-dir", d, "--metrics-listen", "", "-c", conf]),
-                         stdout=subprocess.DEVNULL, stderr=log)
-    def released():
-        c = agent.vcpus
-        off = [i for i, x in enumerate(c) if x == [{"logical-id": 1, "online": False}]]
-        return p.poll() is not None or (off and len(c) > off[-1] + 1)
-    try:
+    with AgentReplay("hostd-qgarel-", "metadata_agent = yes\n", t.lines, "b") as r:
+        def released():
+            c = r.agent.vcpus
+            off = [i for i, x in enumerate(c) if x == [{"logical-id": 1, "online": False}]]
+            return r.p.poll() is not None or (off and len(c) > off[-1] + 1)
         try:
             wait_for(released, 30 * SLOW, "vCPU 1 given back")
         except Fail:
             pass  # judged below, with the calls and the log
-        time.sleep(4 * iv / 1000.0)  # nothing more from that agent afterwards
-    finally:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-        rc = p.wait(30 * SLOW)
-        agent.close()
-        text = log.text()
-        log.close()
-        shutil.rmtree(d, ignore_errors=True)
-    check(rc == 0, "exit status %d: %s" % (rc, text[-2000:]))
-    calls = agent.vcpus
+        time.sleep(4 * r.iv / 1000.0)  # nothing more from that agent afterwards
+    check(r.rc == 0, "exit status %d: %s" % (r.rc, r.text[-2000:]))
+    calls = r.agent.vcpus
     off = [i for i, c in enumerate(calls) if c == [{"logical-id": 1, "online": False}]]
     check(off, "the agent never offlined vCPU 1: %s" % calls)
     check(calls[-1] == [{"logical-id": 1, "online": True}],
-          "vCPU 1 left offline after the domain left agent-vcpus: %s\n%s" % (calls, text[-1500:]))
+          "vCPU 1 left offline after the domain left agent-vcpus: %s\n%s" % (calls, r.text[-1500:]))
     check(len(calls) == off[-1] + 2, "one release, then nothing more from that agent: %s" % calls)
 
 
