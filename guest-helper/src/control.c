@@ -41,6 +41,7 @@ struct control {
     struct ch_hint waiting; /* a hint waiting for modprobe -r to free the preferred file */
     bool has_waiting;
     uint32_t steal;     /* steal_pct_x100 over the last interval */
+    ch_cpuset hello_online, hello_hk; /* what the last hello said: a hotplug says it again */
     bool hello_answered; /* a sessionless (version 1) host hello was answered since arrival */
     bool has_session;    /* the host's hello named a session, which is current */
     uint64_t session;
@@ -125,7 +126,20 @@ static void send_hello(struct control *c)
     snprintf(m.u.hello.reason, sizeof(m.u.hello.reason), "%s", c->why);
     governor_housekeeping_set(&online, &c->cur->isolated, &m.u.hello.housekeeping);
     m.u.hello.has_housekeeping = !ch_cpuset_empty(&m.u.hello.housekeeping);
+    c->hello_online = online;
+    c->hello_hk = m.u.hello.housekeeping;
     send_msg(c, &m);
+}
+
+/* The online or housekeeping CPUs differ from what the last hello told the host. */
+static bool hello_outdated(const struct control *c)
+{
+    ch_cpuset online = c->cur->online, hk;
+
+    if (ch_cpuset_empty(&online))
+        ch_cpuset_set(&online, 0);
+    governor_housekeeping_set(&online, &c->cur->isolated, &hk);
+    return !ch_cpuset_equal(&online, &c->hello_online) || !ch_cpuset_equal(&hk, &c->hello_hk);
 }
 
 static void send_error(struct control *c, uint64_t seq, const char *code, const char *message)
@@ -487,8 +501,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
                     config_fallback_name(c->fb.kind), governor_action_name(action), c->steal / 100,
                     c->steal % 100);
     }
-    if (refresh_writable(c) && c->port && port_connected(c->port))
-        send_hello(c); /* the host learns at once that hints can (or cannot) be applied */
+    /* The host learns at once that hints can (or cannot) be applied, and which CPUs a hint
+     * may name after a hotplug (it clips its hints to the hello's online set). */
+    if ((refresh_writable(c) || hello_outdated(c)) && c->port && port_connected(c->port))
+        send_hello(c);
     if (changed)
         send_status(c);
     if (c->once) {

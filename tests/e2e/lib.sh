@@ -113,9 +113,10 @@ e2e_begin() {
 
 # e2e_guest SHORTNAME VCPUS "CMDLINE" [PIN]: define and start a guest; its console goes to
 # $E2E_DIR/SHORTNAME.log, its corehint channel socket is $E2E_DIR/SHORTNAME.sock.  PIN is a host
-# cpuset every vCPU is pinned to, or "n" to pin vCPU n to host CPU n.
+# cpuset every vCPU is pinned to, or "n" to pin vCPU n to host CPU n.  E2E_ON_REBOOT (default
+# destroy) is the domain's <on_reboot>: "restart" for a guest that survives `virsh reset`.
 e2e_guest() {
-    local short=$1 vcpus=$2 cmdline=$3 pin=${4:-} name cputune="" v
+    local short=$1 vcpus=$2 cmdline=$3 pin=${4:-} name cputune="" v onreboot=${E2E_ON_REBOOT:-destroy}
     name="corehint-e2e-$short-$$"
     if [ -n "$pin" ]; then
         cputune="<cputune>"
@@ -125,6 +126,7 @@ e2e_guest() {
         cputune+="</cputune>"
     fi
     sed -e "s|@TYPE@|$E2E_TYPE|" -e "s|@NAME@|$name|" -e "s|@MEMORY@|256|" -e "s|@VCPUS@|$vcpus|g" \
+        -e "s|@ONREBOOT@|$onreboot|" \
         -e "s|@CPUTUNE@|$cputune|" -e "s|@KERNEL@|$E2E_KERNEL|" -e "s|@INITRD@|$E2E_INITRD|" \
         -e "s|@CMDLINE@|$cmdline|" -e "s|@SERIAL@|$E2E_DIR/$short.log|" \
         -e "s|@CHANNEL@|$E2E_DIR/$short.sock|" "$E2E_SRC/tests/e2e/domain.xml.in" >"$E2E_DIR/$short.xml"

@@ -177,6 +177,27 @@ class Host:
                 return m
             seen.append(m)
 
+    def expect_each(self, *patterns, timeout=5):
+        """Skip messages until each pattern (a dict of fields) has matched one, in any order;
+        return the matches in the patterns' order."""
+        deadline = time.monotonic() + timeout * SLOW
+        found, seen = [None] * len(patterns), []
+        while None in found:
+            left = deadline - time.monotonic()
+            try:
+                check(left > 0, "time left")
+                m = self.recv(left / SLOW)
+            except Fail:
+                raise Fail("no messages with %s; saw %s" % (
+                    [p for p, f in zip(patterns, found) if f is None], seen[-5:]))
+            for i, p in enumerate(patterns):
+                if found[i] is None and all(m.get(k) == v for k, v in p.items()):
+                    found[i] = m
+                    break
+            else:
+                seen.append(m)
+        return found
+
     def no_message(self, within):
         """Assert nothing arrives within `within` seconds (used only to prove silence)."""
         r, _, _ = select.select([self.conn], [], [], within)

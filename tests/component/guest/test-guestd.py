@@ -417,17 +417,28 @@ def hotplug(tree, host, d):
     host.hint(1, "0-3")
     host.expect(type="status", seq=1, applied="0-3")
     tree.set_online("0-2")
-    s = host.expect(type="status", applied="0-2", timeout=3)
+    # the host clips its hints to the hello's online set: it must hear of the change
+    s, h = host.expect_each({"type": "status", "applied": "0-2"}, {"type": "hello"}, timeout=3)
     check(s["mode"] == "host", "hint clipped to online CPUs: %s" % s)
     check(tree.preferred() == "0-2\n", "CPU 3 no longer written")
+    check(h["online"] == "0-2" and h["housekeeping"] == "0-2", "hello after the unplug: %s" % h)
     host.hint(2, "0-3")
     e = host.expect(type="error", seq=2)
     check(e["code"] == "not-online", "offline CPU refused: %s" % e)
     host.hint(3, "0,2")
     host.expect(type="status", seq=3, applied="0,2")
     tree.set_online("0-3")
+    h = host.expect(type="hello", timeout=3)
+    check(h["online"] == "0-3", "hello after the plug: %s" % h)
     host.hint(4, "0-3")
     host.expect(type="status", seq=4, applied="0-3")
+    # one hello per change, not one per tick
+    host.hint(5, "0-1")
+    host.expect(type="status", seq=5, applied="0-1")
+    time.sleep(1.5)
+    host.hint(6, "0-1")
+    m = host.recv()
+    check(m["type"] == "status" and m["seq"] == 6, "nothing but the status after 1.5 s: %s" % m)
 
 
 def auto_tree():
