@@ -132,10 +132,16 @@ static void agent_result(struct act_vm *v, enum cfg_actuator how, const ch_cpuse
         /* What the guest holds now is unknown: not judged, and the next decision is sent. */
         v->agent_applied = false;
         v->agent_failed++;
+        v->agent_backoff = v->agent_backoff ? v->agent_backoff * 2 : 1;
+        if (v->agent_backoff > ACT_AGENT_BACKOFF_MAX)
+            v->agent_backoff = ACT_AGENT_BACKOFF_MAX;
+        v->agent_wait = v->agent_backoff;
         snprintf(v->agent_error, sizeof(v->agent_error), "%s", err);
-        log_msg(LOG_LVL_WARN, "%s: %s failed: %s", v->name, cfg_actuator_name(how), err);
+        log_msg(LOG_LVL_WARN, "%s: %s failed: %s; next attempt in %u interval(s)", v->name,
+                cfg_actuator_name(how), err, v->agent_wait);
         return;
     }
+    v->agent_backoff = v->agent_wait = 0;
     v->agent_ok++;
     v->agent_error[0] = '\0';
     v->agent_applied = true;
@@ -164,7 +170,8 @@ static void agent_apply(struct actuator *a, struct act_vm *v, const struct model
     struct qga_link *l;
     int rc;
 
-    if (v->agent_pending || (v->agent_applied && ch_cpuset_equal(&v->agent_cpus, cpus)))
+    if (v->agent_pending || v->agent_wait ||
+        (v->agent_applied && ch_cpuset_equal(&v->agent_cpus, cpus)))
         return;
     if (a->agent) {
         if (a->agent(a->agent_ctx, v->uuid, v->name, how, cpus, md->nvcpu) == 0)
@@ -199,6 +206,9 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
         const struct model_dom *md = &e->model.dom[i];
         struct act_vm *v = &a->vm[i];
         ch_cpuset cpus = d->preferred;
+
+        if (v->agent_wait)
+            v->agent_wait--; /* one interval of a failing agent's backoff gone */
 
         struct cfg_domain cd;
 
@@ -278,6 +288,9 @@ json_object *act_agent_json(const struct act_vm *v)
         json_object_object_add(o, "applied", json_object_new_string(list));
     if (v->agent_error[0])
         json_object_object_add(o, "error", json_object_new_string(v->agent_error));
+    if (v->agent_backoff)
+        json_object_object_add(o, "retry_in_intervals",
+                               json_object_new_uint64(v->agent_wait));
     return o;
 }
 

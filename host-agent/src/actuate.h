@@ -26,6 +26,8 @@
 /* Upper bounds (seconds) of the hint acknowledgement histogram's buckets, +Inf last. */
 #define ACT_LAT_BUCKETS {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0}
 #define ACT_LAT_NBUCKETS 8u
+/* Most intervals between attempts at a failing qemu-ga actuator. */
+#define ACT_AGENT_BACKOFF_MAX 64u
 
 struct act_vm {
     char uuid[SNAP_UUID_LEN + 1];
@@ -41,6 +43,11 @@ struct act_vm {
     ch_cpuset agent_cpus;
     uint64_t agent_ok, agent_failed;
     char agent_error[128];
+    /* After a failure the agent is asked again only after agent_backoff intervals (1, 2, 4, ...
+     * up to ACT_AGENT_BACKOFF_MAX; reset by a success): an agent that hangs costs its timeout
+     * once per backoff, not every interval of the shared libvirt worker.  agent_wait counts
+     * the intervals still to skip. */
+    unsigned agent_backoff, agent_wait;
     bool meta_agent_refused; /* its metadata asks for qemu-ga, metadata_agent = no: said once */
 };
 

@@ -290,6 +290,7 @@ def daemon_logs_decisions():
 # --channel-dir/NAME.sock.
 
 sys.path.insert(0, TRACES)
+import datetime  # noqa: E402
 import importlib  # noqa: E402
 import re  # noqa: E402
 import socket  # noqa: E402
@@ -1538,10 +1539,10 @@ class AgentReplay:
     a fake qemu-ga for the domain called agent_name; stops hostd on exit and keeps its exit
     status (rc) and log (text) for the checks."""
 
-    def __init__(self, prefix, conf, lines, agent_name):
+    def __init__(self, prefix, conf, lines, agent_name, fail_open=False):
         self.iv = 200 if SLOW == 1 else 1000
         self.d = tempfile.mkdtemp(prefix=prefix)
-        self.agent = FakeAgent(os.path.join(self.d, agent_name + ".agent.sock"))
+        self.agent = FakeAgent(os.path.join(self.d, agent_name + ".agent.sock"), fail_open)
         cpath, trace = os.path.join(self.d, "hostd.conf"), os.path.join(self.d, "trace.jsonl")
         write(cpath, conf)
         write(trace, "\n".join(lines) + "\n")
@@ -1612,6 +1613,40 @@ def agent_released_when_actuator_changes():
     check(calls[-1] == [{"logical-id": 1, "online": True}],
           "vCPU 1 left offline after the domain left agent-vcpus: %s\n%s" % (calls, r.text[-1500:]))
     check(len(calls) == off[-1] + 2, "one release, then nothing more from that agent: %s" % calls)
+
+
+@case
+def agent_backoff_while_failing():
+    """A qemu-ga actuator that keeps failing is asked again after 1, 2, 4, ... intervals, not
+    every interval: live, its commands run on the libvirt worker every sample waits for, and
+    a hung agent costs the timeout per attempt.  Once the agent works again, the next attempt
+    applies and the backoff is over."""
+    t = traces.Trace(2)
+    for _ in range(60):
+        t.sample([(1, "a", traces.busy2(), {}), (2, "b", traces.busy2(), {})])
+    with AgentReplay("hostd-qgaback-", "[domain a]\nactuator = agent-sysfs\n", t.lines, "a",
+                     fail_open=True) as r:
+        def failures():
+            return [ln for ln in r.log.text().splitlines() if "a: agent-sysfs failed" in ln]
+        wait_for(lambda: r.p.poll() is not None or len(failures()) >= 4, 30, "four failures")
+        r.agent.fail_open = False
+        wait_for(lambda: r.p.poll() is not None or "a: agent-sysfs applied" in r.log.text(),
+                 30, "the agent's first success")
+        time.sleep(3 * r.iv / 1000.0)
+    check(r.rc == 0, "exit status %d: %s" % (r.rc, r.text[-2000:]))
+    fails = [ln for ln in r.text.splitlines() if "a: agent-sysfs failed" in ln]
+    stamps = [datetime.datetime.strptime(ln.split()[0], "%Y-%m-%dT%H:%M:%S.%fZ") for ln in fails]
+    gaps = [(b - a).total_seconds() * 1000 / r.iv for a, b in zip(stamps, stamps[1:])]
+    # attempts 1, 2 and 4 intervals apart (every interval without a backoff): 7 in all
+    check(len(gaps) >= 3 and sum(gaps[:3]) >= 6, "intervals between failed attempts: %s\n%s"
+          % (["%.1f" % g for g in gaps], "\n".join(fails)))
+    check(all(g >= 0.5 for g in gaps), "an attempt per interval at most: %s" % gaps)
+    opens = r.agent.commands.count("guest-file-open")
+    check(opens == len(fails) + 1, "%d guest-file-open for %d failures and one success: %s"
+          % (opens, len(fails), r.agent.commands))
+    check(len(r.agent.writes) == 1 and r.agent.writes[0].strip() in ("0", "1"),
+          "the shrink applied once the agent came back, then nothing to change: %s"
+          % r.agent.writes)
 
 
 @case
