@@ -21,6 +21,7 @@
 #include "qga.h"
 
 #define WK_QUEUE_MAX 256u
+#define WK_AQUEUE_MAX 64u
 #define WK_INVAL_MAX 64u
 #define BACKOFF_MIN_MS 500u
 #define BACKOFF_MAX_MS 30000u
@@ -53,6 +54,16 @@ struct worker {
     char inval[WK_INVAL_MAX][SNAP_UUID_LEN + 1];
     unsigned ninval;
     struct wk_node *res_head, **res_tail; /* results not yet delivered to the loop */
+    /* The qemu-ga lane: qemu-ga commands on a thread and a libvirt connection of their own,
+     * so that a hung agent never delays a sample (on one shared connection, samples waited
+     * for the agent call's reply: measured, e2e 15-qga-frozen). */
+    pthread_t athread;
+    bool athread_started;
+    pthread_cond_t acv;
+    struct wk_job aqueue[WK_AQUEUE_MAX];
+    unsigned aqhead, aqlen;
+    bool astop;
+    virConnectPtr avc; /* the lane's connection, lane thread only; NULL until needed */
     bool sample_pending; /* loop side only, but kept here for wk_sample_pending() */
     uint64_t drain_until_ms;
 
@@ -180,8 +191,6 @@ static void run_job(struct worker *w, const struct wk_job *j)
         snprintf(r.err, sizeof(r.err), "not connected to libvirt");
     } else if (j->kind == WK_SAMPLE) {
         run_sample(w, vc, &r);
-    } else if (j->kind == WK_AGENT) {
-        run_agent(vc, &r);
     } else if (j->kind == WK_QUOTA) {
         r.rc = enf_set_quota(vc, j->uuid, j->quota_cpus, r.err, sizeof(r.err));
     }
@@ -283,6 +292,59 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* The qemu-ga lane's connection: opened when a command needs it, dropped when it dies. */
+static virConnectPtr lane_conn(struct worker *w, char *err, size_t errlen)
+{
+    if (w->avc && virConnectIsAlive(w->avc) != 1) {
+        virConnectClose(w->avc);
+        w->avc = NULL;
+    }
+    if (!w->avc) {
+        if (!(w->avc = virConnectOpen(w->uri))) {
+            snprintf(err, errlen, "cannot connect to libvirt: %s", conn_error());
+            return NULL;
+        }
+        /* as the worker's: a libvirtd that stops answering closes it */
+        if (virConnectSetKeepAlive(w->avc, 5, 3) < 0)
+            log_msg(LOG_LVL_DEBUG, "qemu-ga lane: no keepalive: %s", conn_error());
+    }
+    return w->avc;
+}
+
+/* The qemu-ga lane: one command at a time, in the order submitted. */
+static void *agent_main(void *arg)
+{
+    struct worker *w = arg;
+
+    pthread_mutex_lock(&w->mu);
+    while (!w->astop) {
+        if (w->aqlen == 0) {
+            pthread_cond_wait(&w->acv, &w->mu);
+            continue;
+        }
+        struct wk_result r;
+        memset(&r, 0, sizeof(r));
+        r.job = w->aqueue[w->aqhead];
+        w->aqhead = (w->aqhead + 1) % WK_AQUEUE_MAX;
+        w->aqlen--;
+        pthread_mutex_unlock(&w->mu);
+        uint64_t t0 = mono_ms();
+        virConnectPtr vc = lane_conn(w, r.err, sizeof(r.err));
+        if (!vc)
+            r.rc = -ENOTCONN;
+        else
+            run_agent(vc, &r);
+        r.took_ms = mono_ms() - t0;
+        post(w, &r);
+        pthread_mutex_lock(&w->mu);
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (w->avc)
+        virConnectClose(w->avc);
+    w->avc = NULL;
+    return NULL;
+}
+
 static void *event_main(void *arg)
 {
     struct worker *w = arg;
@@ -302,6 +364,17 @@ static void on_evtimer(int timer, void *opaque)
 int wk_submit(struct worker *w, const struct wk_job *j)
 {
     pthread_mutex_lock(&w->mu);
+    if (j->kind == WK_AGENT) {
+        if (w->aqlen == WK_AQUEUE_MAX || w->stop) {
+            pthread_mutex_unlock(&w->mu);
+            return -EBUSY;
+        }
+        w->aqueue[(w->aqhead + w->aqlen) % WK_AQUEUE_MAX] = *j;
+        w->aqlen++;
+        pthread_cond_signal(&w->acv);
+        pthread_mutex_unlock(&w->mu);
+        return 0;
+    }
     if (w->qlen == WK_QUEUE_MAX || w->stop) {
         pthread_mutex_unlock(&w->mu);
         return -EBUSY;
@@ -361,6 +434,7 @@ struct worker *wk_start(struct event_base *base, const char *uri, bool readonly,
     w->res_tail = &w->res_head;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
+    pthread_cond_init(&w->acv, NULL);
     {
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
@@ -393,6 +467,11 @@ struct worker *wk_start(struct event_base *base, const char *uri, bool readonly,
         goto fail;
     }
     w->thread_started = true;
+    if ((rc = spawn(&w->athread, agent_main, w)) < 0) {
+        log_msg(LOG_LVL_ERR, "cannot start the qemu-ga thread: %s", strerror(-rc));
+        goto fail;
+    }
+    w->athread_started = true;
     return w;
 
 fail:
@@ -421,6 +500,23 @@ void wk_stop(struct worker *w, unsigned drain_ms)
             return; /* its memory stays: the thread still uses it */
         }
     }
+    if (w->athread_started) {
+        /* qemu-ga commands are not drained: a decision nobody will keep is not worth one. */
+        uint64_t deadline = mono_ms() + 1000;
+        bool done;
+
+        pthread_mutex_lock(&w->mu);
+        w->astop = true;
+        pthread_cond_signal(&w->acv);
+        pthread_mutex_unlock(&w->mu);
+        while (!(done = pthread_tryjoin_np(w->athread, NULL) == 0) && mono_ms() < deadline)
+            usleep(10000);
+        if (!done) {
+            log_msg(LOG_LVL_WARN, "the qemu-ga thread is stuck in a call; leaving it behind");
+            return; /* its memory stays: the thread still uses it */
+        }
+        w->athread_started = false;
+    }
     if (w->evthread_started) {
         atomic_store(&w->evstop, true);
         virEventUpdateTimeout(w->evtimer, 0); /* wakes virEventRunDefaultImpl() */
@@ -444,6 +540,7 @@ void wk_stop(struct worker *w, unsigned drain_ms)
     conn_free(w->conn);
     col_free(w->col);
     pthread_cond_destroy(&w->cv);
+    pthread_cond_destroy(&w->acv);
     pthread_mutex_destroy(&w->mu);
     free(w);
 }

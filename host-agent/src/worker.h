@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * worker: every libvirt call hostd makes, off the event loop.  One worker thread owns the
- * connection (conn.h) and the collector (collect.h) and runs jobs in the order they were
- * submitted: a sample, a qemu-ga command, a CPU quota change.  libvirt's own event loop
+ * connection (conn.h) and the collector (collect.h) and runs samples and CPU quota changes in
+ * the order they were submitted; qemu-ga commands run in that order on a second thread (the
+ * qemu-ga lane) with a connection of its own, so a hung agent never delays a sample.  libvirt's own
+ * event loop
  * (keepalive, domain events, the close callback) runs on a second thread; its callbacks only
  * set flags under the worker's lock.  Results come back to the libevent loop through a pipe
  * and are handed to the owner's callback there, one at a time, in order; the loop never waits
