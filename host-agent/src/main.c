@@ -44,6 +44,8 @@ struct hostd {
     struct rec_reader *replay;
     FILE *record;
     struct event *tick;
+    struct event *renew;     /* half an interval after a tick that asked for a sample */
+    uint64_t tick_ms;        /* when that tick ran */
     struct event *sigs[3];
     uint64_t slow_warned_ms; /* last "libvirtd is slow" warning */
     uint64_t last_apply_ms;  /* last time the leases were renewed */
@@ -407,21 +409,48 @@ static int submit_quota(void *ctx, const char *uuid, const char *name, double cp
     return wk_submit(h->wk, &j);
 }
 
-/* Ask for a sample unless one is still running; renew the leases when no decision did. */
+/* Half an interval after a tick that asked for a sample: renew the leases unless the
+ * sample's decision already did. */
+static void on_renew(evutil_socket_t fd, short what, void *arg)
+{
+    struct hostd *h = arg;
+
+    if (h->last_apply_ms < h->tick_ms)
+        deliver(h, mono_ms());
+}
+
+/*
+ * Ask for a sample unless one is still running.  The decision a sample brings renews the
+ * leases; one that does not come within half an interval (a slow, failed or skipped sample)
+ * is replaced by a renewal with the latest decision then, and a tick that finds the previous
+ * sample still running renews at once.  So a guest gets one hint per interval, not a renewal
+ * at the tick and the decision right after it.
+ */
 static void live_tick(struct hostd *h)
 {
     uint64_t now = mono_ms();
+    bool asked = false;
 
     if (!wk_sample_pending(h->wk)) {
         struct wk_job j = {.kind = WK_SAMPLE};
         if (wk_submit(h->wk, &j) < 0)
             log_msg(LOG_LVL_WARN, "the libvirt worker's queue is full; sample skipped");
+        else
+            asked = true;
     } else {
         h->eng.overruns++;
         log_msg(LOG_LVL_DEBUG, "the previous sample is still running");
     }
-    if (!h->cfg.once && now - h->last_apply_ms >= h->cfg.interval_ms / 2)
+    if (h->cfg.once)
+        return;
+    if (asked && h->renew) {
+        struct timeval tv = {(time_t)(h->cfg.interval_ms / 2000),
+                             (long)(h->cfg.interval_ms / 2 % 1000) * 1000};
+        h->tick_ms = now;
+        evtimer_add(h->renew, &tv);
+    } else if (now - h->last_apply_ms >= h->cfg.interval_ms / 2) {
         deliver(h, now);
+    }
 }
 
 static void on_watchdog(evutil_socket_t fd, short what, void *arg)
@@ -543,7 +572,8 @@ static int start(struct hostd *h)
             return -ENOMEM;
     }
     /* Live: a steady tick, whatever libvirt does; --once and replay arm it themselves. */
-    if (!(h->tick = event_new(h->base, -1, h->eng.live ? EV_PERSIST : 0, on_tick, h)))
+    if (!(h->tick = event_new(h->base, -1, h->eng.live ? EV_PERSIST : 0, on_tick, h)) ||
+        (h->eng.live && !(h->renew = evtimer_new(h->base, on_renew, h))))
         return -ENOMEM;
     if (notify_watchdog_usec() && !h->cfg.once) {
         /* Pet at half the period systemd asked for, from the loop itself: a stuck loop dies. */
@@ -573,6 +603,8 @@ static void stop(struct hostd *h)
         event_free(h->watchdog);
     if (h->tick)
         event_free(h->tick);
+    if (h->renew)
+        event_free(h->renew);
     http_stop(h->http);
     act_finalise(&h->act);
     enf_finalise(&h->enf); /* queues the cap releases: the worker drains them */

@@ -1299,6 +1299,42 @@ def libvirt_hang_keeps_leases():
 
 
 @case
+def channel_one_hint_per_interval():
+    """A live hostd whose samples come back quickly sends each guest one hint per interval:
+    the decision's.  Before, the tick renewed every lease with the previous decision and the
+    sample it had just asked for brought the next one a few milliseconds later: two hints
+    per interval, each a sysfs write in the guest."""
+    iv = 200 if SLOW == 1 else 1000
+    d = tempfile.mkdtemp(prefix="hostd-1hint-")
+    g = p = None
+    log = ChildLog(os.path.join(d, "hostd.log"))
+    try:
+        sock = os.path.join(d, "vm.sock")
+        node = os.path.join(d, "node.xml")
+        write(node, TEST_NODE_XML % sock)
+        g = FakeGuest(sock)
+        p = subprocess.Popen(argv(["--connect", "test://" + node, "--foreground",
+                                   "--interval-ms", str(iv), "--metrics-listen", ""]),
+                             stdout=subprocess.DEVNULL, stderr=log, text=True)
+        wait_for(lambda: len(g.msgs("hint")) >= 3 or p.poll() is not None, 30, "three hints")
+        n = 20
+        t0 = time.monotonic()
+        time.sleep(n * iv / 1000.0)
+        t1 = time.monotonic()
+        got = len([m for t, m, _ in g.msgs("hint") if t0 <= t < t1])
+        check(p.poll() is None, "hostd runs: " + log.text()[-2000:])
+        check(n * 0.7 <= got <= n * 1.3, "%d hints in %d intervals (one per interval)" % (got, n))
+    finally:
+        if p:
+            p.send_signal(signal.SIGTERM)
+            p.wait(30 * SLOW)
+        if g:
+            g.close()
+        log.close()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@case
 def privilege_drop():
     """Started as root with --user nobody --groups libvirt-qemu: after start-up hostd holds
     no root id and no capability, reaches a channel socket through the extra group only, and
