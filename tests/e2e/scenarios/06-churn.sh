@@ -1,5 +1,6 @@
 #!/bin/bash
-# Scenario 6: VM churn.  20 define/start/destroy/undefine cycles while hostd runs: hostd's open
+# Scenario 6: VM churn.  E2E_CHURN_CYCLES (20; scripts/bench: 100) define/start/destroy/undefine
+# cycles while hostd runs: hostd's open
 # file descriptors and resident memory are the same afterwards (fds exactly; RSS within 1 MiB,
 # allocator slack), it survives every channel closing under it, and the long-lived guest's
 # lease never runs out (hostd's libvirt calls run beside its event loop, which renews it).
@@ -33,10 +34,11 @@ cycle
 cycle # warm-up: first-use allocations are not leaks
 fd0=$(fds) rss0=$(rss)
 hints0=$(e2e_status_field keep 'd["channel"]["hints"]') t0=$SECONDS
-for _ in $(seq 20); do cycle; done
+cycles=${E2E_CHURN_CYCLES:-20}
+for _ in $(seq "$cycles"); do cycle; done
 fd1=$(fds) rss1=$(rss)
 hints1=$(e2e_status_field keep 'd["channel"]["hints"]') t1=$SECONDS
-e2e_log "hostd fds $fd0 -> $fd1, RSS $rss0 kB -> $rss1 kB over 20 cycles ($slow cycles took more than 10 s)"
+e2e_log "hostd fds $fd0 -> $fd1, RSS $rss0 kB -> $rss1 kB over $cycles cycles ($slow cycles took more than 10 s)"
 # hostd's part: a hint to the long-lived guest every interval (500 ms) throughout the churn,
 # whatever libvirt was doing (at least 80 % of them: the seconds are whole).
 e2e_expect "hostd renewed the long-lived guest's lease every interval ($((hints1 - hints0)) hints in $((t1 - t0)) s)" \
