@@ -122,8 +122,8 @@ static int sync_vms(struct actuator *a, const struct model *m)
     return 0;
 }
 
-static void agent_result(struct act_vm *v, enum cfg_actuator how, const ch_cpuset *cpus, int rc,
-                         const char *err)
+static void agent_result(const struct actuator *a, struct act_vm *v, enum cfg_actuator how,
+                         const ch_cpuset *cpus, int rc, const char *err)
 {
     char list[CH_CPULIST_MAX_LEN];
 
@@ -135,13 +135,16 @@ static void agent_result(struct act_vm *v, enum cfg_actuator how, const ch_cpuse
         v->agent_backoff = v->agent_backoff ? v->agent_backoff * 2 : 1;
         if (v->agent_backoff > ACT_AGENT_BACKOFF_MAX)
             v->agent_backoff = ACT_AGENT_BACKOFF_MAX;
-        v->agent_wait = v->agent_backoff;
+        /* half an interval early: the decision that many intervals on is not missed by jitter */
+        v->agent_retry_ns = chan_now_ns() + ((uint64_t)v->agent_backoff * a->cfg->interval_ms -
+                                             a->cfg->interval_ms / 2) * 1000000u;
         snprintf(v->agent_error, sizeof(v->agent_error), "%s", err);
         log_msg(LOG_LVL_WARN, "%s: %s failed: %s; next attempt in %u interval(s)", v->name,
-                cfg_actuator_name(how), err, v->agent_wait);
+                cfg_actuator_name(how), err, v->agent_backoff);
         return;
     }
-    v->agent_backoff = v->agent_wait = 0;
+    v->agent_backoff = 0;
+    v->agent_retry_ns = 0;
     v->agent_ok++;
     v->agent_error[0] = '\0';
     v->agent_applied = true;
@@ -159,7 +162,7 @@ void act_agent_done(struct actuator *a, const char *uuid, enum cfg_actuator how,
     struct act_vm *v = (struct act_vm *)act_find(a, uuid);
 
     if (v)
-        agent_result(v, how, cpus, rc, err);
+        agent_result(a, v, how, cpus, rc, err);
 }
 
 /* Apply cpus through qemu-ga when they changed, one command at a time per domain. */
@@ -170,7 +173,7 @@ static void agent_apply(struct actuator *a, struct act_vm *v, const struct model
     struct qga_link *l;
     int rc;
 
-    if (v->agent_pending || v->agent_wait ||
+    if (v->agent_pending || chan_now_ns() < v->agent_retry_ns ||
         (v->agent_applied && ch_cpuset_equal(&v->agent_cpus, cpus)))
         return;
     if (a->agent) {
@@ -187,7 +190,7 @@ static void agent_apply(struct actuator *a, struct act_vm *v, const struct model
         rc = qga_apply(l, how, cpus, md->nvcpu, err, sizeof(err));
         qga_close(l);
     }
-    agent_result(v, how, cpus, rc, err);
+    agent_result(a, v, how, cpus, rc, err);
 }
 
 unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
@@ -206,9 +209,6 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
         const struct model_dom *md = &e->model.dom[i];
         struct act_vm *v = &a->vm[i];
         ch_cpuset cpus = d->preferred;
-
-        if (v->agent_wait)
-            v->agent_wait--; /* one interval of a failing agent's backoff gone */
 
         struct cfg_domain cd;
 
@@ -274,7 +274,7 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
     return sent;
 }
 
-json_object *act_agent_json(const struct act_vm *v)
+json_object *act_agent_json(const struct actuator *a, const struct act_vm *v)
 {
     json_object *o;
     char list[CH_CPULIST_MAX_LEN];
@@ -288,9 +288,13 @@ json_object *act_agent_json(const struct act_vm *v)
         json_object_object_add(o, "applied", json_object_new_string(list));
     if (v->agent_error[0])
         json_object_object_add(o, "error", json_object_new_string(v->agent_error));
-    if (v->agent_backoff)
+    if (v->agent_backoff) {
+        uint64_t now = chan_now_ns(), iv = (uint64_t)a->cfg->interval_ms * 1000000u;
+        uint64_t left = v->agent_retry_ns > now ? v->agent_retry_ns - now : 0;
+        json_object_object_add(o, "backoff_intervals", json_object_new_uint64(v->agent_backoff));
         json_object_object_add(o, "retry_in_intervals",
-                               json_object_new_uint64(v->agent_wait));
+                               json_object_new_uint64(iv ? (left + iv - 1) / iv : 0));
+    }
     return o;
 }
 

@@ -43,11 +43,11 @@ struct act_vm {
     ch_cpuset agent_cpus;
     uint64_t agent_ok, agent_failed;
     char agent_error[128];
-    /* After a failure the agent is asked again only after agent_backoff intervals (1, 2, 4, ...
-     * up to ACT_AGENT_BACKOFF_MAX; reset by a success): an agent that hangs costs its timeout
-     * once per backoff, not every interval of the shared libvirt worker.  agent_wait counts
-     * the intervals still to skip. */
-    unsigned agent_backoff, agent_wait;
+    /* After a failure the agent is asked again only agent_backoff intervals later (1, 2, 4,
+     * ... up to ACT_AGENT_BACKOFF_MAX; a success resets it), at agent_retry_ns (monotonic):
+     * an agent that hangs costs libvirt's timeout once per backoff, not every interval. */
+    unsigned agent_backoff;
+    uint64_t agent_retry_ns;
     bool meta_agent_refused; /* its metadata asks for qemu-ga, metadata_agent = no: said once */
 };
 
@@ -85,8 +85,9 @@ const struct act_vm *act_find(const struct actuator *a, const char *uuid);
 /* Give every domain of s whose housekeeping CPUs are unknown the ones its guest's hello
  * reported (before the snapshot is recorded and decided on; a replayed trace's own win). */
 void act_annotate(struct actuator *a, struct snapshot *s);
-/* {"ok","failed","applied","error"} of a domain's qemu-ga actuator, NULL when unused. */
-json_object *act_agent_json(const struct act_vm *v);
+/* {"ok","failed","applied","error","backoff_intervals","retry_in_intervals"} of a domain's qemu-ga
+ * actuator, NULL when unused. */
+json_object *act_agent_json(const struct actuator *a, const struct act_vm *v);
 /* JSON description of a domain's channel for /status (NULL when it has none). */
 json_object *act_channel_json(const struct act_vm *v);
 /* Quantile q (0..1) of the recorded ack latencies in ns; 0 when none. */

@@ -295,7 +295,7 @@ static void on_status(struct evhttp_request *req, void *arg)
             if (!json_object_object_get_ex(d, "uuid", &u))
                 continue;
             v = act_find(h->a, json_object_get_string(u));
-            json_object *ag = act_agent_json(v);
+            json_object *ag = act_agent_json(h->a, v);
             if (ag)
                 json_object_object_add(d, "agent", ag);
             if ((ch = act_channel_json(v))) {

@@ -422,9 +422,10 @@ static void on_renew(evutil_socket_t fd, short what, void *arg)
 /*
  * Ask for a sample unless one is still running.  The decision a sample brings renews the
  * leases; one that does not come within half an interval (a slow, failed or skipped sample)
- * is replaced by a renewal with the latest decision then, and a tick that finds the previous
- * sample still running renews at once.  So a guest gets one hint per interval, not a renewal
- * at the tick and the decision right after it.
+ * is replaced by a renewal with the latest decision then.  A tick renews at once when nothing
+ * went out for more than an interval, or (sample still running) since the renewal half an
+ * interval ago.  So a guest whose samples are quick gets one hint per interval, not a renewal
+ * at the tick and the decision right after it, and never waits more than 1.5 intervals.
  */
 static void live_tick(struct hostd *h)
 {
@@ -443,13 +444,16 @@ static void live_tick(struct hostd *h)
     }
     if (h->cfg.once)
         return;
+    /* (quarters, not halves or wholes: timers fire a little late, decisions a little after
+     * the tick; the longest gap is then 1.5 intervals) */
+    if (now - h->last_apply_ms >=
+        (asked ? h->cfg.interval_ms + h->cfg.interval_ms / 4 : h->cfg.interval_ms / 4))
+        deliver(h, now);
     if (asked && h->renew) {
         struct timeval tv = {(time_t)(h->cfg.interval_ms / 2000),
                              (long)(h->cfg.interval_ms / 2 % 1000) * 1000};
         h->tick_ms = now;
         evtimer_add(h->renew, &tv);
-    } else if (now - h->last_apply_ms >= h->cfg.interval_ms / 2) {
-        deliver(h, now);
     }
 }
 

@@ -501,8 +501,9 @@ void wk_stop(struct worker *w, unsigned drain_ms)
         }
     }
     if (w->athread_started) {
-        /* qemu-ga commands are not drained: a decision nobody will keep is not worth one. */
-        uint64_t deadline = mono_ms() + 1000;
+        /* qemu-ga commands are not drained: a decision nobody will keep is not worth one.  A
+         * command running now may wait for libvirt's guest-sync (5 s), then QGA_TIMEOUT_S. */
+        uint64_t deadline = mono_ms() + 5000 + QGA_TIMEOUT_S * 1000u + 500;
         bool done;
 
         pthread_mutex_lock(&w->mu);

@@ -190,6 +190,12 @@ e2e_preferred() {
     e2e_preferred_sets "$1" | tail -n 1
 }
 
+# e2e_preferred_is SHORTNAME SET: the guest's latest reported preferred set is SET (for
+# e2e_until, which must re-read it on every try).
+e2e_preferred_is() {
+    [ "$(e2e_preferred "$1")" = "$2" ]
+}
+
 # e2e_hostd ARGS...: start corehint-hostd in the background, logging to hostd.log.
 e2e_hostd() {
     # shellcheck disable=SC2086

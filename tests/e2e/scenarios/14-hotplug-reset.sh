@@ -70,7 +70,7 @@ e2e_expect "a's helper says hello with only 0 online" \
     e2e_until "$budget_s" e2e_status_field a 'd["channel"]["hello"]["online"] == "0" or exit(1)'
 e2e_expect "a applies a hint of 0 in host mode" \
     e2e_until "$budget_s" e2e_status_field a 'd["channel"]["status"]["applied"] == "0" and d["channel"]["status"]["mode"] == "host" and d["channel"]["status"]["seq"] == d["channel"]["seq"] or exit(1)'
-e2e_expect "a's kernel prefers 0" e2e_until 10 test "$(e2e_preferred a)" = 0
+e2e_expect "a's kernel prefers 0" e2e_until 10 e2e_preferred_is a 0
 # A refusal while the change is in flight (hostd learns of it from the guest's hello) is
 # allowed; none once the guest has said so.
 seq_hello=$(field 'd["channel"]["seq"]')
@@ -93,7 +93,7 @@ alive "setvcpus --guest 2"
 e2e_destroy b
 e2e_expect "a widened to 0-1 once b is gone" \
     e2e_until $((budget_s + 20)) e2e_status_field a 'd["channel"]["status"]["applied"] == "0-1" and d["channel"]["status"]["seq"] == d["channel"]["seq"] or exit(1)'
-e2e_expect "a's kernel prefers 0-1" e2e_until 10 test "$(e2e_preferred a)" = 0-1
+e2e_expect "a's kernel prefers 0-1" e2e_until 10 e2e_preferred_is a 0-1
 
 # --- reset: a new boot, a new guestd, the same hostd session
 mark=$(e2e_console_mark a)
