@@ -853,25 +853,51 @@ TEST_NODE_XML = """<node>
 """
 
 
+class NodeHostd:
+    """A live hostd (--foreground) on libvirt's test driver with TEST_NODE_XML, whose one
+    domain's channel is a FakeGuest; extra hostd arguments and environment (fault_env) as
+    given.  On exit hostd is stopped and the directory removed."""
+
+    def __init__(self, prefix, args, env=None):
+        self.d = tempfile.mkdtemp(prefix=prefix)
+        self.g = self.p = None
+        self.log = ChildLog(os.path.join(self.d, "hostd.log"))
+        try:
+            sock = os.path.join(self.d, "vm.sock")
+            node = os.path.join(self.d, "node.xml")
+            write(node, TEST_NODE_XML % sock)
+            self.g = FakeGuest(sock)
+            self.p = subprocess.Popen(argv(["--connect", "test://" + node, "--foreground"] + args),
+                                      stdout=subprocess.DEVNULL, stderr=self.log, text=True,
+                                      env=env)
+        except BaseException:
+            self.__exit__()
+            raise
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.p:
+            self.p.send_signal(signal.SIGTERM)
+            self.p.wait(60 * SLOW)
+        if self.g:
+            self.g.close()
+        self.log.close()
+        shutil.rmtree(self.d, ignore_errors=True)
+        return False
+
+
 @case
 def xml_read_failure_retried():
     """libvirt fails to give a new domain's XML once (tests/lib/fault-libvirt.c, as a busy
     libvirtd does): hostd reads it again at the next sample and connects to the channel, instead
     of keeping "no channel" until its XML cache next refreshes, 60 samples later."""
-    d = tempfile.mkdtemp(prefix="hostd-xml-")
-    g = None
-    p = None
-    log = ChildLog(os.path.join(d, "hostd.log"))
-    try:
-        sock = os.path.join(d, "vm.sock")
-        node = os.path.join(d, "node.xml")
-        write(node, TEST_NODE_XML % sock)
-        g = FakeGuest(sock)
-        env = fault_env(COREHINT_FAULT_XMLDESC_FAILS="1")
-        p = subprocess.Popen(argv(["--connect", "test://" + node, "--foreground",
-                                   "--interval-ms", "200", "--metrics-listen", "127.0.0.1:0"]),
-                             stdout=subprocess.DEVNULL, stderr=log, text=True, env=env)
-        port = wait_port(log, p)
+    env = fault_env(COREHINT_FAULT_XMLDESC_FAILS="1")
+    with NodeHostd("hostd-xml-", ["--interval-ms", "200", "--metrics-listen", "127.0.0.1:0"],
+                   env) as h:
+        g, log = h.g, h.log
+        port = wait_port(log, h.p)
 
         def decisions():
             with urllib.request.urlopen("http://127.0.0.1:%d/status" % port, timeout=10 * SLOW) as r:
@@ -883,14 +909,6 @@ def xml_read_failure_retried():
         check("fault-libvirt: virDomainGetXMLDesc call 1 fails" in text, "the fault was injected: " + text[-2000:])
         check(g.conns >= 1, "hostd connected within 5 samples of the failed XML read: " + text[-2000:])
         check("cannot read its XML" in text, "the failed read is logged")
-    finally:
-        if p:
-            p.send_signal(signal.SIGTERM)
-            p.wait(30 * SLOW)
-        if g:
-            g.close()
-        log.close()
-        shutil.rmtree(d, ignore_errors=True)
 
 
 class FaultedHostd:
@@ -1305,33 +1323,16 @@ def channel_one_hint_per_interval():
     sample it had just asked for brought the next one a few milliseconds later: two hints
     per interval, each a sysfs write in the guest."""
     iv = 200 if SLOW == 1 else 1000
-    d = tempfile.mkdtemp(prefix="hostd-1hint-")
-    g = p = None
-    log = ChildLog(os.path.join(d, "hostd.log"))
-    try:
-        sock = os.path.join(d, "vm.sock")
-        node = os.path.join(d, "node.xml")
-        write(node, TEST_NODE_XML % sock)
-        g = FakeGuest(sock)
-        p = subprocess.Popen(argv(["--connect", "test://" + node, "--foreground",
-                                   "--interval-ms", str(iv), "--metrics-listen", ""]),
-                             stdout=subprocess.DEVNULL, stderr=log, text=True)
+    with NodeHostd("hostd-1hint-", ["--interval-ms", str(iv), "--metrics-listen", ""]) as h:
+        g, p = h.g, h.p
         wait_for(lambda: len(g.msgs("hint")) >= 3 or p.poll() is not None, 30, "three hints")
         n = 20
         t0 = time.monotonic()
         time.sleep(n * iv / 1000.0)
         t1 = time.monotonic()
         got = len([m for t, m, _ in g.msgs("hint") if t0 <= t < t1])
-        check(p.poll() is None, "hostd runs: " + log.text()[-2000:])
+        check(p.poll() is None, "hostd runs: " + h.log.text()[-2000:])
         check(n * 0.7 <= got <= n * 1.3, "%d hints in %d intervals (one per interval)" % (got, n))
-    finally:
-        if p:
-            p.send_signal(signal.SIGTERM)
-            p.wait(30 * SLOW)
-        if g:
-            g.close()
-        log.close()
-        shutil.rmtree(d, ignore_errors=True)
 
 
 @case
