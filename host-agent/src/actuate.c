@@ -136,8 +136,9 @@ static void agent_result(const struct actuator *a, struct act_vm *v, enum cfg_ac
         if (v->agent_backoff > ACT_AGENT_BACKOFF_MAX)
             v->agent_backoff = ACT_AGENT_BACKOFF_MAX;
         /* half an interval early: the decision that many intervals on is not missed by jitter */
-        v->agent_retry_ns = chan_now_ns() + ((uint64_t)v->agent_backoff * a->cfg->interval_ms -
-                                             a->cfg->interval_ms / 2) * 1000000u;
+        v->agent_retry_ns =
+            chan_now_ns() +
+            ((uint64_t)v->agent_backoff * a->cfg->interval_ms - a->cfg->interval_ms / 2) * 1000000u;
         snprintf(v->agent_error, sizeof(v->agent_error), "%s", err);
         log_msg(LOG_LVL_WARN, "%s: %s failed: %s; next attempt in %u interval(s)", v->name,
                 cfg_actuator_name(how), err, v->agent_backoff);

@@ -44,8 +44,8 @@ struct hostd {
     struct rec_reader *replay;
     FILE *record;
     struct event *tick;
-    struct event *renew;     /* half an interval after a tick that asked for a sample */
-    uint64_t tick_ms;        /* when that tick ran */
+    struct event *renew; /* half an interval after a tick that asked for a sample */
+    uint64_t tick_ms;    /* when that tick ran */
     struct event *sigs[3];
     uint64_t slow_warned_ms; /* last "libvirtd is slow" warning */
     uint64_t last_apply_ms;  /* last time the leases were renewed */

@@ -58,14 +58,14 @@ struct worker {
      * so that a hung agent never delays a sample (on one shared connection, samples waited
      * for the agent call's reply: measured, e2e 15-qga-frozen). */
     pthread_t athread;
-    bool athread_started;
     pthread_cond_t acv;
+    virConnectPtr avc; /* the lane's connection, lane thread only; NULL until needed */
     struct wk_job aqueue[WK_AQUEUE_MAX];
     unsigned aqhead, aqlen;
-    bool astop;
-    virConnectPtr avc; /* the lane's connection, lane thread only; NULL until needed */
-    bool sample_pending; /* loop side only, but kept here for wk_sample_pending() */
     uint64_t drain_until_ms;
+    bool athread_started;
+    bool astop;
+    bool sample_pending; /* loop side only, but kept here for wk_sample_pending() */
 
     atomic_bool connected;
     atomic_bool evstop;
@@ -503,7 +503,7 @@ void wk_stop(struct worker *w, unsigned drain_ms)
     if (w->athread_started) {
         /* qemu-ga commands are not drained: a decision nobody will keep is not worth one.  A
          * command running now may wait for libvirt's guest-sync (5 s), then QGA_TIMEOUT_S. */
-        uint64_t deadline = mono_ms() + 5000 + QGA_TIMEOUT_S * 1000u + 500;
+        uint64_t deadline = mono_ms() + 5500 + (uint64_t)QGA_TIMEOUT_S * 1000u;
         bool done;
 
         pthread_mutex_lock(&w->mu);

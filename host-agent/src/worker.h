@@ -5,10 +5,10 @@
  * the order they were submitted; qemu-ga commands run in that order on a second thread (the
  * qemu-ga lane) with a connection of its own, so a hung agent never delays a sample.
  * libvirt's own event loop (keepalive, domain events, the close callback) runs on a third
- * thread; its callbacks only set flags under the worker's lock.  Results come back to the libevent loop through a pipe
- * and are handed to the owner's callback there, one at a time, in order; the loop never waits
- * for the worker.  While disconnected the worker reopens with exponential backoff (0.5 s to
- * 30 s) on its own.
+ * thread; its callbacks only set flags under the worker's lock.  Results come back to the libevent
+ * loop through a pipe and are handed to the owner's callback there, one at a time, in order; the
+ * loop never waits for the worker.  While disconnected the worker reopens with exponential backoff
+ * (0.5 s to 30 s) on its own.
  */
 #ifndef HOSTD_WORKER_H
 #define HOSTD_WORKER_H

@@ -54,9 +54,10 @@ e2e_expect "b got a hint every interval (>= $((secs - 2)) in $secs s)" test $((h
 e2e_expect "b keeps acknowledging them (the latest within 3 s)" \
     e2e_until 3 e2e_status_field b 'd["channel"]["status"]["seq"] == d["channel"]["seq"] or exit(1)'
 # Each failed command takes libvirt's 5 s guest-sync, so counting them cannot tell a backoff
-# from none: the backoff itself must have grown (1, 2, 4, 8 ... after as many failures).
-e2e_expect "hostd backs off from q's agent (backoff $backoff >= 8 intervals after $fails failures)" \
-    test "$backoff" -ge 8
+# from none: the backoff itself must have grown (1, 2, 4, 8 ... after as many failures; about
+# 4 failures fit in the window).
+e2e_expect "hostd backs off from q's agent (backoff $backoff >= 4 intervals after $fails failures)" \
+    test "$backoff" -ge 4
 
 # The agent runs again: q's set is applied within the backoff (at most 64 intervals).
 e2e_wait_console q "^CH qga-continued" 30 >/dev/null || e2e_fail "q's qemu-ga was not continued"
