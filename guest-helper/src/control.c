@@ -56,7 +56,8 @@ struct control {
     char once_json[1024];
 };
 
-static void send_msg(struct control *c, struct ch_msg *m)
+/* Returns 0 when the message was queued on the port. */
+static int send_msg(struct control *c, struct ch_msg *m)
 {
     char buf[CH_LINE_MAX + 1];
 
@@ -72,10 +73,9 @@ static void send_msg(struct control *c, struct ch_msg *m)
 
     if (n < 0) {
         log_msg(LOG_LVL_ERR, "cannot encode %s: %s", ch_msg_type_name(m->type), strerror(-n));
-        return;
+        return n;
     }
-    if (c->port)
-        port_send(c->port, buf, (size_t)n);
+    return c->port ? port_send(c->port, buf, (size_t)n) : -ENOTCONN;
 }
 
 static void send_status(struct control *c)
@@ -126,9 +126,11 @@ static void send_hello(struct control *c)
     snprintf(m.u.hello.reason, sizeof(m.u.hello.reason), "%s", c->why);
     governor_housekeeping_set(&online, &c->cur->isolated, &m.u.hello.housekeeping);
     m.u.hello.has_housekeeping = !ch_cpuset_empty(&m.u.hello.housekeeping);
-    c->hello_online = online;
-    c->hello_hk = m.u.hello.housekeeping;
-    send_msg(c, &m);
+    /* what the host was told, so a hello dropped (output full) is tried again next tick */
+    if (send_msg(c, &m) == 0) {
+        c->hello_online = online;
+        c->hello_hk = m.u.hello.housekeeping;
+    }
 }
 
 /* The online or housekeeping CPUs differ from what the last hello told the host. */
