@@ -115,32 +115,38 @@ static bool refresh_writable(struct control *c)
     return true;
 }
 
+/* The online and housekeeping CPUs a hello reports now. */
+static void hello_sets(const struct control *c, ch_cpuset *online, ch_cpuset *hk)
+{
+    *online = c->cur->online;
+    if (ch_cpuset_empty(online))
+        ch_cpuset_set(online, 0); /* the codec insists; an unreadable online file is odd */
+    governor_housekeeping_set(online, &c->cur->isolated, hk);
+}
+
 static void send_hello(struct control *c)
 {
     struct ch_msg m;
-    ch_cpuset online = c->cur->online;
+    ch_cpuset online, hk;
 
-    if (ch_cpuset_empty(&online))
-        ch_cpuset_set(&online, 0); /* the codec insists; an unreadable online file is odd */
+    hello_sets(c, &online, &hk);
     ch_msg_guest_hello(&m, AGENT, &online, c->why[0] == '\0');
     snprintf(m.u.hello.reason, sizeof(m.u.hello.reason), "%s", c->why);
-    governor_housekeeping_set(&online, &c->cur->isolated, &m.u.hello.housekeeping);
-    m.u.hello.has_housekeeping = !ch_cpuset_empty(&m.u.hello.housekeeping);
+    m.u.hello.housekeeping = hk;
+    m.u.hello.has_housekeeping = !ch_cpuset_empty(&hk);
     /* what the host was told, so a hello dropped (output full) is tried again next tick */
     if (send_msg(c, &m) == 0) {
         c->hello_online = online;
-        c->hello_hk = m.u.hello.housekeeping;
+        c->hello_hk = hk;
     }
 }
 
 /* The online or housekeeping CPUs differ from what the last hello told the host. */
 static bool hello_outdated(const struct control *c)
 {
-    ch_cpuset online = c->cur->online, hk;
+    ch_cpuset online, hk;
 
-    if (ch_cpuset_empty(&online))
-        ch_cpuset_set(&online, 0);
-    governor_housekeeping_set(&online, &c->cur->isolated, &hk);
+    hello_sets(c, &online, &hk);
     return !ch_cpuset_equal(&online, &c->hello_online) || !ch_cpuset_equal(&hk, &c->hello_hk);
 }
 

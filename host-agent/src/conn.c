@@ -142,17 +142,24 @@ void conn_drop(struct conn *c)
     c->vc = NULL;
 }
 
+virConnectPtr conn_connect(const char *uri, bool readonly)
+{
+    virConnectPtr vc = readonly ? virConnectOpenReadOnly(uri) : virConnectOpen(uri);
+
+    /* Keepalive notices a hung or dead libvirtd even when no call is in flight. */
+    if (vc && virConnectSetKeepAlive(vc, 5, 3) < 0)
+        log_msg(LOG_LVL_DEBUG, "no keepalive on %s: %s", uri, conn_error());
+    return vc;
+}
+
 int conn_open(struct conn *c)
 {
-    virConnectPtr vc = c->readonly ? virConnectOpenReadOnly(c->uri) : virConnectOpen(c->uri);
+    virConnectPtr vc = conn_connect(c->uri, c->readonly);
 
     if (!vc)
         return -ENOTCONN;
     c->vc = vc;
     c->generation++;
-    /* Keepalive notices a hung or dead libvirtd even when no call is in flight. */
-    if (virConnectSetKeepAlive(vc, 5, 3) < 0)
-        log_msg(LOG_LVL_DEBUG, "no keepalive on %s: %s", c->uri, conn_error());
     if (virConnectRegisterCloseCallback(vc, on_close, c, NULL) < 0)
         log_msg(LOG_LVL_DEBUG, "no close callback on %s: %s", c->uri, conn_error());
     struct {

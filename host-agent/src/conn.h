@@ -35,6 +35,9 @@ bool conn_error_is_denied(void);
 int conn_sched_params(virDomainPtr dom, virTypedParameterPtr *params, int *n);
 
 struct conn *conn_new(const char *uri, bool readonly, conn_fn fn, void *ctx);
+/* Open uri (read-only or read-write) with keepalive, no events; NULL with the reason in
+ * conn_error().  conn_open() uses it; so does the qemu-ga lane for its own connection. */
+virConnectPtr conn_connect(const char *uri, bool readonly);
 /* One attempt.  Returns 0 or -ENOTCONN (the reason is in conn_error()). */
 int conn_open(struct conn *c);
 /* The live connection, or NULL while disconnected. */

@@ -31,6 +31,30 @@ struct wk_node {
     struct wk_node *next;
 };
 
+/* A fixed ring of jobs (the worker's and the qemu-ga lane's queues), under the worker's lock. */
+struct wk_ring {
+    struct wk_job *job;
+    unsigned max, head, len;
+};
+
+static bool ring_push(struct wk_ring *q, const struct wk_job *j)
+{
+    if (q->len == q->max)
+        return false;
+    q->job[(q->head + q->len) % q->max] = *j;
+    q->len++;
+    return true;
+}
+
+static struct wk_job ring_pop(struct wk_ring *q)
+{
+    struct wk_job j = q->job[q->head];
+
+    q->head = (q->head + 1) % q->max;
+    q->len--;
+    return j;
+}
+
 struct worker {
     /* set at start, then read-only */
     wk_result_fn fn;
@@ -46,8 +70,8 @@ struct worker {
 
     pthread_mutex_t mu; /* everything below */
     pthread_cond_t cv;
-    struct wk_job queue[WK_QUEUE_MAX];
-    unsigned qhead, qlen;
+    struct wk_job queue_jobs[WK_QUEUE_MAX];
+    struct wk_ring queue;
     bool stop;
     bool closed; /* the close callback fired */
     bool inval_all;
@@ -60,8 +84,8 @@ struct worker {
     pthread_t athread;
     pthread_cond_t acv;
     virConnectPtr avc; /* the lane's connection, lane thread only; NULL until needed */
-    struct wk_job aqueue[WK_AQUEUE_MAX];
-    unsigned aqhead, aqlen;
+    struct wk_job aqueue_jobs[WK_AQUEUE_MAX];
+    struct wk_ring aqueue;
     uint64_t drain_until_ms;
     bool athread_started;
     bool astop;
@@ -256,7 +280,7 @@ static void *worker_main(void *arg)
             continue;
         }
         w->closed = false;
-        if (w->stop && (!up || w->qlen == 0 || mono_ms() >= w->drain_until_ms))
+        if (w->stop && (!up || w->queue.len == 0 || mono_ms() >= w->drain_until_ms))
             break;
         if (!up && !w->stop && mono_ms() >= retry_at) {
             pthread_mutex_unlock(&w->mu);
@@ -269,10 +293,8 @@ static void *worker_main(void *arg)
             pthread_mutex_lock(&w->mu);
             continue;
         }
-        if (w->qlen > 0 && (up || !w->stop)) {
-            struct wk_job j = w->queue[w->qhead];
-            w->qhead = (w->qhead + 1) % WK_QUEUE_MAX;
-            w->qlen--;
+        if (w->queue.len > 0 && (up || !w->stop)) {
+            struct wk_job j = ring_pop(&w->queue);
             pthread_mutex_unlock(&w->mu);
             run_job(w, &j); /* while disconnected: fails at once with -ENOTCONN */
             pthread_mutex_lock(&w->mu);
@@ -299,15 +321,9 @@ static virConnectPtr lane_conn(struct worker *w, char *err, size_t errlen)
         virConnectClose(w->avc);
         w->avc = NULL;
     }
-    if (!w->avc) {
-        if (!(w->avc = virConnectOpen(w->uri))) {
-            snprintf(err, errlen, "cannot connect to libvirt: %s", conn_error());
-            return NULL;
-        }
-        /* as the worker's: a libvirtd that stops answering closes it */
-        if (virConnectSetKeepAlive(w->avc, 5, 3) < 0)
-            log_msg(LOG_LVL_DEBUG, "qemu-ga lane: no keepalive: %s", conn_error());
-    }
+    /* read-write: qemu-ga commands need it (and exist only when hostd.conf asks for them) */
+    if (!w->avc && !(w->avc = conn_connect(w->uri, false)))
+        snprintf(err, errlen, "cannot connect to libvirt: %s", conn_error());
     return w->avc;
 }
 
@@ -318,15 +334,13 @@ static void *agent_main(void *arg)
 
     pthread_mutex_lock(&w->mu);
     while (!w->astop) {
-        if (w->aqlen == 0) {
+        if (w->aqueue.len == 0) {
             pthread_cond_wait(&w->acv, &w->mu);
             continue;
         }
         struct wk_result r;
         memset(&r, 0, sizeof(r));
-        r.job = w->aqueue[w->aqhead];
-        w->aqhead = (w->aqhead + 1) % WK_AQUEUE_MAX;
-        w->aqlen--;
+        r.job = ring_pop(&w->aqueue);
         pthread_mutex_unlock(&w->mu);
         uint64_t t0 = mono_ms();
         virConnectPtr vc = lane_conn(w, r.err, sizeof(r.err));
@@ -363,29 +377,18 @@ static void on_evtimer(int timer, void *opaque)
 
 int wk_submit(struct worker *w, const struct wk_job *j)
 {
+    bool agent = j->kind == WK_AGENT; /* qemu-ga commands go to the lane */
+    int rc = -EBUSY;
+
     pthread_mutex_lock(&w->mu);
-    if (j->kind == WK_AGENT) {
-        if (w->aqlen == WK_AQUEUE_MAX || w->stop) {
-            pthread_mutex_unlock(&w->mu);
-            return -EBUSY;
-        }
-        w->aqueue[(w->aqhead + w->aqlen) % WK_AQUEUE_MAX] = *j;
-        w->aqlen++;
-        pthread_cond_signal(&w->acv);
-        pthread_mutex_unlock(&w->mu);
-        return 0;
+    if (!w->stop && ring_push(agent ? &w->aqueue : &w->queue, j)) {
+        if (j->kind == WK_SAMPLE)
+            w->sample_pending = true;
+        pthread_cond_signal(agent ? &w->acv : &w->cv);
+        rc = 0;
     }
-    if (w->qlen == WK_QUEUE_MAX || w->stop) {
-        pthread_mutex_unlock(&w->mu);
-        return -EBUSY;
-    }
-    w->queue[(w->qhead + w->qlen) % WK_QUEUE_MAX] = *j;
-    w->qlen++;
-    if (j->kind == WK_SAMPLE)
-        w->sample_pending = true;
-    pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
-    return 0;
+    return rc;
 }
 
 bool wk_sample_pending(const struct worker *w)
@@ -432,6 +435,8 @@ struct worker *wk_start(struct event_base *base, const char *uri, bool readonly,
     w->pipe[0] = w->pipe[1] = -1;
     w->evtimer = -1;
     w->res_tail = &w->res_head;
+    w->queue = (struct wk_ring){.job = w->queue_jobs, .max = WK_QUEUE_MAX};
+    w->aqueue = (struct wk_ring){.job = w->aqueue_jobs, .max = WK_AQUEUE_MAX};
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     pthread_cond_init(&w->acv, NULL);
@@ -479,13 +484,22 @@ fail:
     return NULL;
 }
 
+/* Join t by deadline (monotonic ms); false: it is still running (stuck in a call). */
+static bool join_by(pthread_t t, uint64_t deadline)
+{
+    bool done;
+
+    while (!(done = pthread_tryjoin_np(t, NULL) == 0) && mono_ms() < deadline)
+        usleep(10000);
+    return done;
+}
+
 void wk_stop(struct worker *w, unsigned drain_ms)
 {
     if (!w)
         return;
     if (w->thread_started) {
         uint64_t deadline = mono_ms() + drain_ms;
-        bool done = false;
 
         pthread_mutex_lock(&w->mu);
         w->stop = true;
@@ -493,9 +507,7 @@ void wk_stop(struct worker *w, unsigned drain_ms)
         pthread_cond_signal(&w->cv);
         pthread_mutex_unlock(&w->mu);
         /* Wait for the drain, but never for a thread stuck in a hung libvirtd. */
-        while (!(done = pthread_tryjoin_np(w->thread, NULL) == 0) && mono_ms() < deadline + 1000)
-            usleep(10000);
-        if (!done) {
+        if (!join_by(w->thread, deadline + 1000)) {
             log_msg(LOG_LVL_WARN, "the libvirt worker is stuck in a call; leaving it behind");
             return; /* its memory stays: the thread still uses it */
         }
@@ -504,15 +516,12 @@ void wk_stop(struct worker *w, unsigned drain_ms)
         /* qemu-ga commands are not drained: a decision nobody will keep is not worth one.  A
          * command running now may wait for libvirt's guest-sync (5 s), then QGA_TIMEOUT_S. */
         uint64_t deadline = mono_ms() + 5500 + (uint64_t)QGA_TIMEOUT_S * 1000u;
-        bool done;
 
         pthread_mutex_lock(&w->mu);
         w->astop = true;
         pthread_cond_signal(&w->acv);
         pthread_mutex_unlock(&w->mu);
-        while (!(done = pthread_tryjoin_np(w->athread, NULL) == 0) && mono_ms() < deadline)
-            usleep(10000);
-        if (!done) {
+        if (!join_by(w->athread, deadline)) {
             log_msg(LOG_LVL_WARN, "the qemu-ga thread is stuck in a call; leaving it behind");
             return; /* its memory stays: the thread still uses it */
         }
