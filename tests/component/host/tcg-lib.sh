@@ -120,8 +120,10 @@ tcg_initramfs() {
 # tcg_acking_guest: start $TCG_NAME with the org.corehint.0 channel (socket
 # $TCG_DIR/chan/corehint.sock) and an init that stands in for a helper: it finds the port,
 # keeps both vCPUs busy, says hello, echoes every line it receives to the console
-# ("corehint-rx: LINE") and acknowledges every hint with a status in host mode, without
-# applying anything (a guest that says it complies and does not).
+# ("corehint-rx: LINE"), answers a host hello that starts a session with its own and
+# acknowledges every hint with a status in host mode, without applying anything (a guest that
+# says it complies and does not).  It outlives the host side: the tests stop and start hostd
+# against one guest.
 tcg_acking_guest() {
     cat >"$TCG_DIR/init" <<'INIT'
 #!/bin/sh
@@ -143,11 +145,30 @@ done
 echo "corehint-test: port $port"
 (while :; do :; done) &
 (while :; do :; done) &
+hello='{"v":1,"type":"hello","role":"guest","agent":"tcg-test/1","online":"0-1","writable":false}'
 exec 3<>"$port"
-echo '{"v":1,"type":"hello","role":"guest","agent":"tcg-test/1","online":"0-1","writable":false}' >&3
-while read -r line <&3; do
+echo "$hello" >&3
+# While no host holds the channel open a read returns end-of-file at once (virtio_console): a
+# hostd stopped and started again is a new host, to be read from and greeted again.
+gone=
+session=
+while :; do
+    if ! read -r line <&3; then
+        [ -n "$gone" ] || echo "corehint-test: host side closed"
+        gone=1
+        sleep 0.2
+        continue
+    fi
+    gone=
     echo "corehint-rx: $line"
     case $line in
+    *'"type":"hello","role":"host"'*)
+        # answered only when it starts a session, as PROTOCOL.md 4.1 asks (hostd answers every
+        # guest hello: answering every host hello would ping-pong)
+        s=$(echo "$line" | sed -n 's/.*"session":"\([0-9a-f]*\)".*/\1/p')
+        [ "$s" = "$session" ] || echo "$hello" >&3
+        session=$s
+        ;;
     *'"type":"hint"'*)
         seq=$(echo "$line" | sed -n 's/.*"seq":\([0-9]*\).*/\1/p')
         cpus=$(echo "$line" | sed -n 's/.*"cpus":"\([0-9,-]*\)".*/\1/p')
@@ -155,8 +176,6 @@ while read -r line <&3; do
         ;;
     esac
 done
-echo "corehint-test: port closed"
-while :; do sleep 60; done
 INIT
     tcg_initramfs "$TCG_DIR/init" virtio
     mkdir -p "$TCG_DIR/chan"
