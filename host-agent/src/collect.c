@@ -24,6 +24,11 @@
 struct xml_entry {
     char uuid[SNAP_UUID_LEN + 1];
     struct dx_info info;
+    /* vCPU pinning, read with the XML and refreshed with it (vcpupin raises the TUNABLE
+     * event): aff_words words of host CPU bits per vCPU, for aff_nvcpu vCPUs of a host with
+     * aff_npcpu CPUs */
+    uint64_t *aff;
+    unsigned aff_nvcpu, aff_npcpu, aff_words;
     unsigned age;
     bool stale;
 };
@@ -66,11 +71,18 @@ struct collector *col_new(const char *proc_root)
     return col;
 }
 
+static void cache_free(struct xml_entry *cache, unsigned n)
+{
+    for (unsigned i = 0; cache && i < n; i++)
+        free(cache[i].aff);
+    free(cache);
+}
+
 void col_free(struct collector *col)
 {
     if (!col)
         return;
-    free(col->cache);
+    cache_free(col->cache, col->ncache);
     free(col);
 }
 
@@ -156,11 +168,57 @@ static void policy_news(const char *name, const struct snap_policy *old,
     log_msg(LOG_LVL_INFO, "domain %s: corehint metadata:%s", name, what[0] ? what : " empty");
 }
 
-/* Topology, shares and channel from the live XML, cached between samples.  Returns -EAGAIN when
- * the XML could not be read or parsed: the defaults are used for this sample only, and the
- * caller makes the next sample read it again (a failure cached for XML_REFRESH_SAMPLES would
- * leave a new domain without its channel for that long). */
-static int dom_xml(struct collector *col, virDomainPtr dom, struct snap_dom *d)
+static struct snap_vcpu *vcpu_slot(struct snap_dom *d, unsigned id)
+{
+    for (unsigned i = 0; i < d->nvcpu; i++)
+        if (d->vcpu[i].id == id)
+            return &d->vcpu[i];
+    return NULL;
+}
+
+/* Where each vCPU may run (libvirt's live pinning: <vcpupin>, else <vcpu cpuset>, else numad's
+ * or every host CPU); -EAGAIN when libvirt did not say. */
+static int dom_pinning(struct snap_dom *d, virDomainPtr dom, unsigned npcpu)
+{
+    unsigned maxv = d->nvcpu, maplen = VIR_CPU_MAPLEN(npcpu);
+    unsigned char *maps;
+    int n;
+
+    if (maxv == 0)
+        return 0;
+    if (!(maps = calloc(maxv, maplen)))
+        return -ENOMEM;
+    n = virDomainGetVcpuPinInfo(dom, (int)maxv, maps, (int)maplen, VIR_DOMAIN_AFFECT_LIVE);
+    for (int i = 0; i < n && (unsigned)i < maxv; i++) {
+        struct snap_vcpu *v = vcpu_slot(d, (unsigned)i);
+        if (!v)
+            continue;
+        for (unsigned p = 0; p < npcpu && p < HD_PCPU_MAX; p++)
+            if (VIR_CPU_USABLE(maps, maplen, i, p))
+                pset_set(&v->affinity, p);
+    }
+    free(maps);
+    return n < 0 ? -EAGAIN : 0;
+}
+
+/* The pinning cached with the XML, if it describes this domain's vCPUs on this host. */
+static bool pinning_cached(const struct xml_entry *e, struct snap_dom *d, unsigned npcpu)
+{
+    if (!e->aff || e->aff_nvcpu != d->nvcpu || e->aff_npcpu != npcpu)
+        return d->nvcpu == 0 && e->aff_nvcpu == 0;
+    for (unsigned i = 0; i < d->nvcpu; i++)
+        memcpy(d->vcpu[i].affinity.w, e->aff + (size_t)i * e->aff_words,
+               e->aff_words * sizeof(uint64_t));
+    return true;
+}
+
+/* Topology, shares, channel and vCPU pinning from the live XML and libvirt's pin info, cached
+ * between samples: read again when an event says they changed (col_invalidate) and every
+ * XML_REFRESH_SAMPLES samples, not per sample.  Returns -EAGAIN when they could not be read or
+ * parsed: the defaults are used for this sample only, and the caller makes the next sample
+ * read them again (a failure cached for XML_REFRESH_SAMPLES would leave a new domain without
+ * its channel for that long). */
+static int dom_xml(struct collector *col, virDomainPtr dom, struct snap_dom *d, unsigned npcpu)
 {
     struct xml_entry *e = cache_find(col, d->uuid);
     struct dx_info info;
@@ -168,7 +226,8 @@ static int dom_xml(struct collector *col, virDomainPtr dom, struct snap_dom *d)
     char *xml;
     int rc = 0;
 
-    if (e && !e->stale && !col->all_stale && e->age < XML_REFRESH_SAMPLES) {
+    if (e && !e->stale && !col->all_stale && e->age < XML_REFRESH_SAMPLES &&
+        pinning_cached(e, d, npcpu)) {
         info = e->info;
     } else if ((xml = virDomainGetXMLDesc(dom, 0))) {
         if (dx_parse(xml, strlen(xml), &info) < 0) {
@@ -183,6 +242,8 @@ static int dom_xml(struct collector *col, virDomainPtr dom, struct snap_dom *d)
         /* What the kernel weighs the domain by, set in the XML or not: libvirt's cpu_shares
          * is its cgroup's cpu.shares (v1) or cpu.weight (v2). */
         info.shares = live_shares(dom, info.shares);
+        if (dom_pinning(d, dom, npcpu) < 0)
+            rc = -EAGAIN;
         if (e)
             e->age = 0;
     } else {
@@ -190,6 +251,7 @@ static int dom_xml(struct collector *col, virDomainPtr dom, struct snap_dom *d)
                 d->name, conn_error());
         if (e) {
             info = e->info; /* what was last known beats the defaults */
+            (void)pinning_cached(e, d, npcpu);
         } else {
             memset(&info, 0, sizeof(info));
             info.threads = 1;
@@ -209,13 +271,23 @@ static int dom_xml(struct collector *col, virDomainPtr dom, struct snap_dom *d)
 static void cache_rebuild(struct collector *col, const struct snapshot *s)
 {
     struct xml_entry *n = calloc(s->ndom + 1, sizeof(*n));
+    unsigned words = (s->npcpu + 63) / 64;
 
     if (!n)
         return; /* keep the old cache: only costs extra XML reads */
     for (unsigned i = 0; i < s->ndom; i++) {
         const struct xml_entry *old = cache_find(col, s->dom[i].uuid);
+        const struct snap_dom *d = &s->dom[i];
 
         memcpy(n[i].uuid, s->dom[i].uuid, sizeof(n[i].uuid));
+        if (d->nvcpu && words && (n[i].aff = calloc((size_t)d->nvcpu * words, sizeof(uint64_t)))) {
+            for (unsigned v = 0; v < d->nvcpu; v++)
+                memcpy(n[i].aff + (size_t)v * words, d->vcpu[v].affinity.w,
+                       words * sizeof(uint64_t));
+            n[i].aff_nvcpu = d->nvcpu;
+            n[i].aff_npcpu = s->npcpu;
+            n[i].aff_words = words;
+        }
         n[i].info.threads = s->dom[i].threads;
         n[i].info.shares = s->dom[i].shares;
         memcpy(n[i].info.channel, s->dom[i].channel, sizeof(n[i].info.channel));
@@ -224,18 +296,10 @@ static void cache_rebuild(struct collector *col, const struct snapshot *s)
         n[i].info.policy = s->dom[i].policy;
         n[i].age = old && !old->stale && !col->all_stale ? old->age + 1 : 0;
     }
-    free(col->cache);
+    cache_free(col->cache, col->ncache);
     col->cache = n;
     col->ncache = s->ndom;
     col->all_stale = false;
-}
-
-static struct snap_vcpu *vcpu_slot(struct snap_dom *d, unsigned id)
-{
-    for (unsigned i = 0; i < d->nvcpu; i++)
-        if (d->vcpu[i].id == id)
-            return &d->vcpu[i];
-    return NULL;
 }
 
 /* "vcpu.<n>.<field>" -> n and field. */
@@ -302,58 +366,36 @@ static int dom_stats(struct snap_dom *d, const virDomainStatsRecord *rec)
     return 0;
 }
 
-/* Where each vCPU last ran and where it may run; fills in vCPUs the stats did not list. */
-static int dom_placement(struct snap_dom *d, virDomainPtr dom, unsigned npcpu)
+/* Drivers without vCPU statistics (test:///): the vCPUs, their run time and where they last ran
+ * from virDomainGetVcpus.  qemu's bulk statistics list every vCPU: no call per domain. */
+static int dom_vcpus_fallback(struct snap_dom *d, virDomainPtr dom, unsigned npcpu)
 {
     virDomainInfo di;
-    unsigned maxv = d->nvcpu, maplen = VIR_CPU_MAPLEN(npcpu);
-    virVcpuInfoPtr info = NULL;
-    unsigned char *maps = NULL;
-    int n, rc = 0;
+    virVcpuInfoPtr info;
+    unsigned maxv;
+    int n;
 
-    if (maxv == 0) {
-        /* Drivers without vCPU statistics (test:///): count from the domain info. */
-        if (virDomainGetInfo(dom, &di) < 0 || di.nrVirtCpu == 0)
-            return 0;
-        maxv = di.nrVirtCpu;
-        if (!(d->vcpu = calloc(maxv, sizeof(*d->vcpu))))
-            return -ENOMEM;
-        for (unsigned i = 0; i < maxv; i++) {
-            d->vcpu[i] = (struct snap_vcpu){.id = i, .pcpu = -1};
-        }
-        d->nvcpu = maxv;
-    }
-    info = calloc(maxv, sizeof(*info));
-    maps = calloc(maxv, maplen);
-    if (!info || !maps) {
-        rc = -ENOMEM;
-        goto cleanup;
-    }
+    if (d->nvcpu > 0)
+        return 0;
+    if (virDomainGetInfo(dom, &di) < 0 || di.nrVirtCpu == 0)
+        return 0;
+    maxv = di.nrVirtCpu < HD_PCPU_MAX * 8 ? di.nrVirtCpu : HD_PCPU_MAX * 8;
+    if (!(d->vcpu = calloc(maxv, sizeof(*d->vcpu))) || !(info = calloc(maxv, sizeof(*info))))
+        return -ENOMEM;
+    for (unsigned i = 0; i < maxv; i++)
+        d->vcpu[i] = (struct snap_vcpu){.id = i, .pcpu = -1};
+    d->nvcpu = maxv;
     n = virDomainGetVcpus(dom, info, (int)maxv, NULL, 0);
     for (int i = 0; i < n; i++) {
         struct snap_vcpu *v = vcpu_slot(d, info[i].number);
         if (!v)
             continue;
         v->pcpu = info[i].cpu >= 0 && (unsigned)info[i].cpu < npcpu ? info[i].cpu : -1;
-        if (v->time_ns == 0) {
-            v->time_ns = info[i].cpuTime;
-            v->online = true;
-        }
+        v->time_ns = info[i].cpuTime;
+        v->online = true;
     }
-    n = virDomainGetVcpuPinInfo(dom, (int)maxv, maps, (int)maplen, VIR_DOMAIN_AFFECT_LIVE);
-    for (int i = 0; i < n && (unsigned)i < maxv; i++) {
-        struct snap_vcpu *v = vcpu_slot(d, (unsigned)i);
-        if (!v)
-            continue;
-        for (unsigned p = 0; p < npcpu && p < HD_PCPU_MAX; p++)
-            if (VIR_CPU_USABLE(maps, maplen, i, p))
-                pset_set(&v->affinity, p);
-    }
-
-cleanup:
     free(info);
-    free(maps);
-    return rc;
+    return 0;
 }
 
 /* Busy and idle time of every host CPU from proc_root/stat: one file read instead of one
@@ -553,9 +595,10 @@ int col_sample(struct collector *col, virConnectPtr vc, struct snapshot **out)
             continue;
         snprintf(d->name, sizeof(d->name), "%s", virDomainGetName(recs[i]->dom));
         s->ndom++;
-        if ((rc = dom_stats(d, recs[i])) < 0 || (rc = dom_placement(d, recs[i]->dom, s->npcpu)) < 0)
+        if ((rc = dom_stats(d, recs[i])) < 0 ||
+            (rc = dom_vcpus_fallback(d, recs[i]->dom, s->npcpu)) < 0)
             goto cleanup;
-        if (dom_xml(col, recs[i]->dom, d) < 0)
+        if (dom_xml(col, recs[i]->dom, d, s->npcpu) < 0)
             memcpy(xml_failed[nfailed++], d->uuid, sizeof(d->uuid));
     }
     node_stats(col, s, vc);

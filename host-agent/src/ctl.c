@@ -437,6 +437,7 @@ static void print_domain(json_object *doc, json_object *d)
     json_object *dec = field(d, "decision"), *vs = field(d, "vcpu"), *ch = field(d, "channel");
     json_object *pool = pool_of(doc, dbl(d, "pool", -1)), *enf = field(d, "enforce");
     json_object *ag = field(d, "agent");
+    bool show_last = false;
 
     printf("%s  %s\n", str(d, "name", "?"), str(d, "uuid", "?"));
     printf("  vCPUs %.0f (threads per core %.0f), pool %.0f (CPUs %s)\n", dbl(d, "vcpus", 0),
@@ -447,15 +448,22 @@ static void print_domain(json_object *doc, json_object *d)
     printf("  demand %.2f CPUs = run %.2f + host run-queue wait %.2f\n", dbl(d, "demand", 0),
            dbl(d, "run", 0), dbl(d, "wait", 0));
     print_settings(d);
-    printf("  %5s %6s %6s %7s %5s\n", "vCPU", "run", "wait", "pinned", "last");
+    /* where a vCPU last ran is known only from a trace or a driver without vCPU statistics */
+    for (size_t i = 0; vs && i < json_object_array_length(vs); i++)
+        if (dbl(json_object_array_get_idx(vs, i), "last", -1) >= 0)
+            show_last = true;
+    printf("  %5s %6s %6s %7s%s\n", "vCPU", "run", "wait", "pinned", show_last ? "  last" : "");
     for (size_t i = 0; vs && i < json_object_array_length(vs); i++) {
         json_object *v = json_object_array_get_idx(vs, i);
         double home = dbl(v, "home", -1), last = dbl(v, "last", -1);
-        char pinned[16], lastb[16];
+        char pinned[16], lastb[16] = "";
 
         snprintf(pinned, sizeof(pinned), home >= 0 ? "%.0f" : "-", home);
-        snprintf(lastb, sizeof(lastb), last >= 0 ? "%.0f" : "-", last);
-        printf("  %5.0f %6.2f %6.2f %7s %5s%s\n", dbl(v, "id", 0), dbl(v, "run", 0),
+        if (show_last && last >= 0)
+            snprintf(lastb, sizeof(lastb), " %5.0f", last);
+        else if (show_last)
+            snprintf(lastb, sizeof(lastb), " %5s", "-");
+        printf("  %5.0f %6.2f %6.2f %7s%s%s\n", dbl(v, "id", 0), dbl(v, "run", 0),
                dbl(v, "wait", 0), pinned, lastb, flag(v, "halted") ? "  halted" : "");
     }
     if (!dec) {

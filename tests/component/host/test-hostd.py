@@ -911,6 +911,44 @@ def xml_read_failure_retried():
         check("cannot read its XML" in text, "the failed read is logged")
 
 
+@case
+def no_per_domain_calls_per_sample():
+    """Each sample is one bulk statistics call for all domains: a domain's XML and vCPU pinning
+    are read when it appears (and again when an event says they changed, or every 60 samples),
+    not every interval (issue 19: on a host of 1000 VMs, two calls per domain per interval kept
+    libvirtd busy).  Counted from libvirt's own client log of public API calls."""
+    d = tempfile.mkdtemp(prefix="hostd-calls-")
+    try:
+        calls = os.path.join(d, "libvirt-client.log")
+        env = dict(os.environ, LIBVIRT_LOG_OUTPUTS="1:file:" + calls,
+                   LIBVIRT_LOG_FILTERS="1:libvirt.domain 1:libvirt.host 4:*")
+        with NodeHostd("hostd-calls-", ["--interval-ms", "200", "--metrics-listen", "127.0.0.1:0"],
+                       env) as h:
+            port = wait_port(h.log, h.p)
+
+            def decisions():
+                with urllib.request.urlopen("http://127.0.0.1:%d/status" % port,
+                                            timeout=10 * SLOW) as r:
+                    return json.loads(r.read().decode())["daemon"]["decisions"]
+
+            wait_for(lambda: decisions() >= 12, 60, "12 decisions")
+        counts = {}
+        with open(calls, errors="replace") as f:
+            for line in f:
+                m = re.search(r"debug : (vir[A-Za-z]+):", line)
+                if m:
+                    counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+        samples = counts.get("virConnectGetAllDomainStats", 0)
+        print("libvirt calls: %s" % {k: v for k, v in sorted(counts.items()) if k.startswith(
+            ("virConnectGetAll", "virDomainGet", "virNode"))}, file=sys.stderr)
+        check(samples >= 12, "the client log shows the samples: %d statistics calls" % samples)
+        for fn in ("virDomainGetVcpuPinInfo", "virDomainGetXMLDesc", "virDomainGetSchedulerParametersFlags"):
+            check(counts.get(fn, 0) <= 2, "%s called %d times in %d samples (once when the domain "
+                  "appears)" % (fn, counts.get(fn, 0), samples))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 class FaultedHostd:
     """hostd in dry-run against test:///default at 200 ms, libvirt faults from env; its log
     (stderr) read back with text()."""
