@@ -27,6 +27,7 @@
 #include "notify.h"
 #include "privdrop.h"
 #include "record.h"
+#include "registry.h"
 #include "worker.h"
 
 struct hostd {
@@ -34,6 +35,7 @@ struct hostd {
     struct event_base *base;
     struct worker *wk;
     struct engine eng;
+    struct registry reg;
     struct actuator act;
     struct enforcer enf;
     struct http_srv *http;
@@ -545,11 +547,13 @@ static int start(struct hostd *h)
     bool live = !h->cfg.replay[0];
     eng_init(&h->eng, &h->cfg, h->record);
     h->eng.live = live && !h->cfg.once;
-    act_init(&h->act, h->base, &h->cfg, live ? submit_agent : NULL, h);
-    enf_init(&h->enf, &h->cfg, live ? submit_quota : NULL, h);
+    reg_init(&h->reg);
+    act_init(&h->act, h->base, &h->cfg, &h->reg, live ? submit_agent : NULL, h);
+    enf_init(&h->enf, &h->cfg, &h->reg, live ? submit_quota : NULL, h);
     h->delivering = !h->cfg.once && (!h->cfg.replay[0] || h->cfg.replay_realtime);
     if (h->delivering && h->cfg.metrics_listen[0] &&
-        !(h->http = http_start(h->base, h->cfg.metrics_listen, &h->eng, &h->act, &h->enf, &h->cfg)))
+        !(h->http = http_start(h->base, h->cfg.metrics_listen, &h->eng, &h->reg, &h->act, &h->enf,
+                               &h->cfg)))
         return -EADDRNOTAVAIL;
     /* Everything that may need root is done: give it up before the first libvirt call. */
     if (priv_apply(&h->priv, err, sizeof(err)) < 0) {
@@ -613,6 +617,7 @@ static void stop(struct hostd *h)
     act_finalise(&h->act);
     enf_finalise(&h->enf); /* queues the cap releases: the worker drains them */
     wk_stop(h->wk, 5000);
+    reg_finalise(&h->reg);
     eng_finalise(&h->eng);
     rec_close(h->replay);
     if (h->record)
