@@ -9,30 +9,14 @@
 #include "corehint/log.h"
 
 void act_init(struct actuator *a, struct event_base *base, const struct hd_config *cfg,
-              act_agent_fn agent, void *agent_ctx)
+              struct registry *reg, act_agent_fn agent, void *agent_ctx)
 {
     memset(a, 0, sizeof(*a));
     a->base = base;
     a->cfg = cfg;
+    a->reg = reg;
     a->agent = agent;
     a->agent_ctx = agent_ctx;
-}
-
-const struct act_vm *act_find(const struct actuator *a, const char *uuid)
-{
-    unsigned lo = 0, hi = a->nvm;
-
-    while (lo < hi) {
-        unsigned mid = lo + (hi - lo) / 2;
-        int c = strcmp(a->vm[mid].uuid, uuid);
-        if (c == 0)
-            return &a->vm[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
 }
 
 static void on_ack(void *ctx, struct channel *ch, uint64_t seq, uint64_t latency_ns)
@@ -80,77 +64,58 @@ static void channel_path(const struct actuator *a, const struct model_dom *d, ch
         snprintf(out, size, "%s", d->channel);
 }
 
-/* Rebuild the domain list in model order, keeping channels whose socket did not change. */
-static int sync_vms(struct actuator *a, const struct model *m)
+/* Open a channel for every VM that has a socket, reopening those whose socket moved. */
+static void open_channels(struct actuator *a)
 {
-    struct act_vm *n = calloc(m->ndom + 1, sizeof(*n));
-    unsigned j = 0;
-
-    if (!n)
-        return -ENOMEM;
-    for (unsigned i = 0; i < m->ndom; i++) {
-        const struct model_dom *d = &m->dom[i];
-        struct act_vm *v = &n[i];
+    for (unsigned i = 0; i < a->reg->nvm; i++) {
+        struct vm_entry *v = &a->reg->vm[i];
+        const struct model_dom *d = v->dom;
         char path[SNAP_PATH_MAX + sizeof(a->cfg->channel_dir) + SNAP_NAME_MAX + 8];
 
-        while (j < a->nvm && strcmp(a->vm[j].uuid, d->uuid) < 0) {
-            chan_free(a->vm[j].ch); /* the domain went away */
-            j++;
-        }
-        if (j < a->nvm && strcmp(a->vm[j].uuid, d->uuid) == 0)
-            *v = a->vm[j++];
-        else
-            memcpy(v->uuid, d->uuid, sizeof(v->uuid));
-        memcpy(v->name, d->name, sizeof(v->name));
         channel_path(a, d, path, sizeof(path));
-        if (v->ch && strcmp(v->ch->path, path) != 0) {
-            chan_free(v->ch);
-            v->ch = NULL;
+        if (v->act.ch && strcmp(v->act.ch->path, path) != 0) {
+            chan_free(v->act.ch);
+            v->act.ch = NULL;
         }
-        if (!v->ch && path[0] && !a->cfg->dry_run) {
+        if (!v->act.ch && path[0] && !a->cfg->dry_run) {
             if (strlen(path) >= SNAP_PATH_MAX)
                 log_msg(LOG_LVL_WARN, "%s: channel path too long: %s", d->name, path);
             else
-                v->ch = chan_new(a->base, d->name, path, on_ack, a);
+                v->act.ch = chan_new(a->base, d->name, path, on_ack, a);
         }
     }
-    for (; j < a->nvm; j++)
-        chan_free(a->vm[j].ch);
-    free(a->vm);
-    a->vm = n;
-    a->nvm = m->ndom;
-    return 0;
 }
 
-static void agent_result(const struct actuator *a, struct act_vm *v, enum cfg_actuator how,
+static void agent_result(const struct actuator *a, struct vm_entry *v, enum cfg_actuator how,
                          const ch_cpuset *cpus, int rc, const char *err)
 {
     char list[CH_CPULIST_MAX_LEN];
 
-    v->agent_pending = false;
+    v->act.agent_pending = false;
     if (rc < 0) {
         /* What the guest holds now is unknown: not judged, and the next decision is sent. */
-        v->agent_applied = false;
-        v->agent_failed++;
-        v->agent_backoff = v->agent_backoff ? v->agent_backoff * 2 : 1;
-        if (v->agent_backoff > ACT_AGENT_BACKOFF_MAX)
-            v->agent_backoff = ACT_AGENT_BACKOFF_MAX;
+        v->act.agent_applied = false;
+        v->act.agent_failed++;
+        v->act.agent_backoff = v->act.agent_backoff ? v->act.agent_backoff * 2 : 1;
+        if (v->act.agent_backoff > ACT_AGENT_BACKOFF_MAX)
+            v->act.agent_backoff = ACT_AGENT_BACKOFF_MAX;
         /* half an interval early: the decision that many intervals on is not missed by jitter */
-        v->agent_retry_ns =
+        v->act.agent_retry_ns =
             chan_now_ns() +
-            ((uint64_t)v->agent_backoff * a->cfg->interval_ms - a->cfg->interval_ms / 2) * 1000000u;
-        snprintf(v->agent_error, sizeof(v->agent_error), "%s", err);
+            ((uint64_t)v->act.agent_backoff * a->cfg->interval_ms - a->cfg->interval_ms / 2) *
+                1000000u;
+        snprintf(v->act.agent_error, sizeof(v->act.agent_error), "%s", err);
         log_msg(LOG_LVL_WARN, "%s: %s failed: %s; next attempt in %u interval(s)", v->name,
-                cfg_actuator_name(how), err, v->agent_backoff);
+                cfg_actuator_name(how), err, v->act.agent_backoff);
         return;
     }
-    v->agent_backoff = 0;
-    v->agent_retry_ns = 0;
-    v->agent_ok++;
-    v->agent_error[0] = '\0';
-    v->agent_applied = true;
-    v->agent_how = how;
-    v->agent_cpus = *cpus;
+    v->act.agent_backoff = 0;
+    v->act.agent_retry_ns = 0;
+    v->act.agent_ok++;
+    v->act.agent_error[0] = '\0';
+    v->act.agent_applied = true;
+    v->act.agent_how = how;
+    v->act.agent_cpus = *cpus;
     if (ch_cpulist_format(cpus, list, sizeof(list)) < 0)
         list[0] = '\0';
     log_msg(LOG_LVL_INFO, "%s: %s applied %s (%u vCPUs)", v->name, cfg_actuator_name(how), list,
@@ -160,26 +125,26 @@ static void agent_result(const struct actuator *a, struct act_vm *v, enum cfg_ac
 void act_agent_done(struct actuator *a, const char *uuid, enum cfg_actuator how,
                     const ch_cpuset *cpus, int rc, const char *err)
 {
-    struct act_vm *v = (struct act_vm *)act_find(a, uuid);
+    struct vm_entry *v = reg_find(a->reg, uuid);
 
     if (v)
         agent_result(a, v, how, cpus, rc, err);
 }
 
 /* Apply cpus through qemu-ga when they changed, one command at a time per domain. */
-static void agent_apply(struct actuator *a, struct act_vm *v, const struct model_dom *md,
+static void agent_apply(struct actuator *a, struct vm_entry *v, const struct model_dom *md,
                         const ch_cpuset *cpus, enum cfg_actuator how)
 {
     char path[sizeof(a->cfg->channel_dir) + SNAP_NAME_MAX + 16], err[256] = "";
     struct qga_link *l;
     int rc;
 
-    if (v->agent_pending || chan_now_ns() < v->agent_retry_ns ||
-        (v->agent_applied && ch_cpuset_equal(&v->agent_cpus, cpus)))
+    if (v->act.agent_pending || chan_now_ns() < v->act.agent_retry_ns ||
+        (v->act.agent_applied && ch_cpuset_equal(&v->act.agent_cpus, cpus)))
         return;
     if (a->agent) {
         if (a->agent(a->agent_ctx, v->uuid, v->name, how, cpus, md->nvcpu) == 0)
-            v->agent_pending = true;
+            v->act.agent_pending = true;
         return;
     }
     if (!a->cfg->channel_dir[0])
@@ -199,16 +164,17 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
     uint32_t lease = a->cfg->lease_intervals * a->cfg->interval_ms;
     unsigned sent = 0;
 
-    if (!e->decided || sync_vms(a, &e->model) < 0)
+    if (!e->decided || reg_sync(a->reg, e) < 0)
         return 0;
+    open_channels(a);
     if (lease < CH_LEASE_MIN_MS)
         lease = CH_LEASE_MIN_MS;
     if (lease > CH_LEASE_MAX_MS)
         lease = CH_LEASE_MAX_MS;
-    for (unsigned i = 0; i < a->nvm; i++) {
-        const struct pol_decision *d = &e->dec[i];
-        const struct model_dom *md = &e->model.dom[i];
-        struct act_vm *v = &a->vm[i];
+    for (unsigned i = 0; i < a->reg->nvm; i++) {
+        struct vm_entry *v = &a->reg->vm[i];
+        const struct pol_decision *d = v->dec;
+        const struct model_dom *md = v->dom;
         ch_cpuset cpus = d->preferred;
 
         struct cfg_domain cd;
@@ -218,12 +184,12 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
         /* (a [domain] section naming the actuator overrides the metadata's anyway) */
         bool refused = md->policy.actuator > CFG_ACT_CHANNEL && !a->cfg->metadata_agent &&
                        !(sec && sec->has_actuator);
-        if (refused && !v->meta_agent_refused)
+        if (refused && !v->act.meta_agent_refused)
             log_msg(LOG_LVL_WARN,
                     "domain %s: its metadata asks for actuator %s; not taken "
                     "without metadata_agent = yes in hostd.conf",
                     v->name, cfg_actuator_name((enum cfg_actuator)md->policy.actuator));
-        v->meta_agent_refused = refused;
+        v->act.meta_agent_refused = refused;
         if (widen) {
             ch_cpuset_zero(&cpus);
             for (unsigned c = 0; c < md->nvcpu && c < CH_CPU_MAX; c++)
@@ -237,35 +203,35 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
          * opted out) while that agent holds a narrowed set in the guest (vCPUs offline, a
          * narrowed preferred file): nothing else would undo it.  Give every vCPU back through
          * that agent first; once it has applied them, let go of it. */
-        if (v->agent_applied && v->agent_how != CFG_ACT_CHANNEL &&
-            (cd.actuator != v->agent_how || d->opt_out) && !a->cfg->dry_run) {
+        if (v->act.agent_applied && v->act.agent_how != CFG_ACT_CHANNEL &&
+            (cd.actuator != v->act.agent_how || d->opt_out) && !a->cfg->dry_run) {
             ch_cpuset all;
             ch_cpuset_zero(&all);
             for (unsigned c = 0; c < md->nvcpu && c < CH_CPU_MAX; c++)
                 ch_cpuset_set(&all, c);
-            if (ch_cpuset_equal(&v->agent_cpus, &all))
-                v->agent_applied = false;
+            if (ch_cpuset_equal(&v->act.agent_cpus, &all))
+                v->act.agent_applied = false;
             else
-                agent_apply(a, v, md, &all, v->agent_how);
+                agent_apply(a, v, md, &all, v->act.agent_how);
         }
         if (cd.actuator != CFG_ACT_CHANNEL && !d->opt_out && !a->cfg->dry_run) {
             agent_apply(a, v, md, &cpus, cd.actuator);
             continue;
         }
-        if (!v->ch || d->opt_out || v->ch->state != CHAN_UP)
+        if (!v->act.ch || d->opt_out || v->act.ch->state != CHAN_UP)
             continue;
         /* Never name a CPU the guest does not have online: it would refuse the hint. */
-        if (v->ch->has_hello) {
+        if (v->act.ch->has_hello) {
             ch_cpuset both;
-            ch_cpuset_and(&both, &cpus, &v->ch->hello.online);
+            ch_cpuset_and(&both, &cpus, &v->act.ch->hello.online);
             if (!ch_cpuset_empty(&both))
                 cpus = both;
         }
         if (ch_cpuset_empty(&cpus))
             continue;
-        if (chan_send_hint(v->ch, &cpus, lease, widen ? "stale" : pol_reason_name(d->reason)) ==
+        if (chan_send_hint(v->act.ch, &cpus, lease, widen ? "stale" : pol_reason_name(d->reason)) ==
             0) {
-            v->hints++;
+            v->act.hints++;
             a->hints_total++;
             sent++;
         } else {
@@ -275,33 +241,34 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
     return sent;
 }
 
-json_object *act_agent_json(const struct actuator *a, const struct act_vm *v)
+json_object *act_agent_json(const struct actuator *a, const struct vm_entry *v)
 {
     json_object *o;
     char list[CH_CPULIST_MAX_LEN];
 
-    if (!v || (!v->agent_ok && !v->agent_failed))
+    if (!v || (!v->act.agent_ok && !v->act.agent_failed))
         return NULL;
     o = json_object_new_object();
-    json_object_object_add(o, "ok", json_object_new_uint64(v->agent_ok));
-    json_object_object_add(o, "failed", json_object_new_uint64(v->agent_failed));
-    if (v->agent_applied && ch_cpulist_format(&v->agent_cpus, list, sizeof(list)) >= 0)
+    json_object_object_add(o, "ok", json_object_new_uint64(v->act.agent_ok));
+    json_object_object_add(o, "failed", json_object_new_uint64(v->act.agent_failed));
+    if (v->act.agent_applied && ch_cpulist_format(&v->act.agent_cpus, list, sizeof(list)) >= 0)
         json_object_object_add(o, "applied", json_object_new_string(list));
-    if (v->agent_error[0])
-        json_object_object_add(o, "error", json_object_new_string(v->agent_error));
-    if (v->agent_backoff) {
+    if (v->act.agent_error[0])
+        json_object_object_add(o, "error", json_object_new_string(v->act.agent_error));
+    if (v->act.agent_backoff) {
         uint64_t now = chan_now_ns(), iv = (uint64_t)a->cfg->interval_ms * 1000000u;
-        uint64_t left = v->agent_retry_ns > now ? v->agent_retry_ns - now : 0;
-        json_object_object_add(o, "backoff_intervals", json_object_new_uint64(v->agent_backoff));
+        uint64_t left = v->act.agent_retry_ns > now ? v->act.agent_retry_ns - now : 0;
+        json_object_object_add(o, "backoff_intervals",
+                               json_object_new_uint64(v->act.agent_backoff));
         json_object_object_add(o, "retry_in_intervals",
                                json_object_new_uint64(iv ? (left + iv - 1) / iv : 0));
     }
     return o;
 }
 
-json_object *act_channel_json(const struct act_vm *v)
+json_object *act_channel_json(const struct vm_entry *v)
 {
-    const struct channel *ch = v ? v->ch : NULL;
+    const struct channel *ch = v ? v->act.ch : NULL;
     json_object *o;
     char list[CH_CPULIST_MAX_LEN];
 
@@ -310,7 +277,7 @@ json_object *act_channel_json(const struct act_vm *v)
     o = json_object_new_object();
     json_object_object_add(o, "path", json_object_new_string(ch->path));
     json_object_object_add(o, "state", json_object_new_string(chan_state_name(ch->state)));
-    json_object_object_add(o, "hints", json_object_new_uint64(v->hints));
+    json_object_object_add(o, "hints", json_object_new_uint64(v->act.hints));
     json_object_object_add(o, "seq", json_object_new_uint64(ch->seq));
     json_object_object_add(o, "version", json_object_new_uint64(chan_version(ch)));
     json_object_object_add(o, "acked", json_object_new_boolean(ch->acked));
@@ -366,39 +333,40 @@ void act_annotate(struct actuator *a, struct snapshot *s)
 {
     for (unsigned i = 0; i < s->ndom; i++) {
         struct snap_dom *d = &s->dom[i];
-        struct act_vm *v = (struct act_vm *)act_find(a, d->uuid);
+        struct vm_entry *v = reg_find(a->reg, d->uuid);
 
         if (!v)
             continue;
         /* The latest hello wins; between a reconnect and the next hello the last one holds,
          * so that a reconnect alone does not move the VM's preferred vCPUs. */
-        if (v->ch && v->ch->has_hello)
-            v->housekeeping = v->ch->hello.housekeeping; /* empty when the helper did not say */
+        /* (empty when the helper did not say) */
+        if (v->act.ch && v->act.ch->has_hello)
+            v->act.housekeeping = v->act.ch->hello.housekeeping;
         if (ch_cpuset_empty(&d->housekeeping))
-            d->housekeeping = v->housekeeping;
+            d->housekeeping = v->act.housekeeping;
         /* Delivery, for compliance, by the domain's actuator: qemu-ga carried a set out (and
          * its last command did not fail); or the helper's latest status on this connection
          * says it holds a set in host mode, a hint has gone out, and it has not gone silent. */
         struct cfg_domain cd;
         cfg_domain_settings(a->cfg, d->name, d->uuid, &d->policy, &cd);
         if (cd.actuator != CFG_ACT_CHANNEL) {
-            if (v->agent_applied) {
+            if (v->act.agent_applied) {
                 d->acked = true;
-                d->applied = v->agent_cpus;
+                d->applied = v->act.agent_cpus;
             }
-        } else if (v->ch && v->ch->state == CHAN_UP && v->ch->has_status && v->ch->lease_ms &&
-                   v->ch->status.mode == CH_MODE_HOST && !chan_silent(v->ch, chan_now_ns())) {
+        } else if (v->act.ch && v->act.ch->state == CHAN_UP && v->act.ch->has_status &&
+                   v->act.ch->lease_ms && v->act.ch->status.mode == CH_MODE_HOST &&
+                   !chan_silent(v->act.ch, chan_now_ns())) {
             d->acked = true;
-            d->applied = v->ch->status.applied;
+            d->applied = v->act.ch->status.applied;
         }
     }
 }
 
 void act_finalise(struct actuator *a)
 {
-    for (unsigned i = 0; i < a->nvm; i++)
-        chan_free(a->vm[i].ch);
-    free(a->vm);
-    a->vm = NULL;
-    a->nvm = 0;
+    for (unsigned i = 0; a->reg && i < a->reg->nvm; i++) {
+        chan_free(a->reg->vm[i].act.ch);
+        a->reg->vm[i].act.ch = NULL;
+    }
 }

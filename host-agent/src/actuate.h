@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * actuate: deliver the engine's decisions.  Keeps one channel per domain that has an
- * org.corehint.0 socket (from the live XML, the replay trace, or channel_dir/NAME.sock), and
+ * org.corehint.0 socket (from the live XML, the replay trace, or channel_dir/NAME.sock) in the
+ * domain's registry record (registry.h, with its qemu-ga state), and
  * after every decision queues each non-opted-out domain's hint: its preferred vCPUs (limited
  * to the CPUs the guest said are online), lease = lease_intervals x interval.  The hint is
  * also the lease heartbeat, so it goes out every interval even when nothing changed.
@@ -21,6 +22,7 @@
 #include "config.h"
 #include "engine.h"
 #include "qga.h"
+#include "registry.h"
 
 #define ACT_LAT_RING 1024u
 /* Upper bounds (seconds) of the hint acknowledgement histogram's buckets, +Inf last. */
@@ -28,28 +30,6 @@
 #define ACT_LAT_NBUCKETS 8u
 /* Most intervals between attempts at a failing qemu-ga actuator. */
 #define ACT_AGENT_BACKOFF_MAX 64u
-
-struct act_vm {
-    char uuid[SNAP_UUID_LEN + 1];
-    char name[SNAP_NAME_MAX];
-    struct channel *ch; /* NULL: no channel (or dry run) */
-    uint64_t hints;     /* hints queued */
-    ch_cpuset housekeeping; /* the guest's housekeeping CPUs from its latest hello, kept
-                               across reconnects until a new hello says otherwise */
-    /* qemu-ga actuators: what the agent last applied, to act on changes only */
-    bool agent_applied;
-    enum cfg_actuator agent_how; /* the agent that applied agent_cpus */
-    bool agent_pending; /* a command is with the agent function */
-    ch_cpuset agent_cpus;
-    uint64_t agent_ok, agent_failed;
-    char agent_error[128];
-    /* After a failure the agent is asked again only agent_backoff intervals later (1, 2, 4,
-     * ... up to ACT_AGENT_BACKOFF_MAX; a success resets it), at agent_retry_ns (monotonic):
-     * an agent that hangs costs libvirt's timeout once per backoff, not every interval. */
-    unsigned agent_backoff;
-    uint64_t agent_retry_ns;
-    bool meta_agent_refused; /* its metadata asks for qemu-ga, metadata_agent = no: said once */
-};
 
 /* Apply cpus to uuid through qemu-ga (how); 0 when queued. */
 typedef int (*act_agent_fn)(void *ctx, const char *uuid, const char *name, enum cfg_actuator how,
@@ -60,8 +40,7 @@ struct actuator {
     act_agent_fn agent;
     void *agent_ctx;
     const struct hd_config *cfg;
-    struct act_vm *vm; /* sorted by uuid */
-    unsigned nvm;
+    struct registry *reg;          /* the VMs, with their channels and qemu-ga state */
     uint64_t lat_ns[ACT_LAT_RING]; /* latest hint -> status latencies */
     uint64_t nlat;
     uint64_t lat_bucket[ACT_LAT_NBUCKETS + 1]; /* every latency, by bucket (not cumulative) */
@@ -71,7 +50,7 @@ struct actuator {
 };
 
 void act_init(struct actuator *a, struct event_base *base, const struct hd_config *cfg,
-              act_agent_fn agent, void *agent_ctx);
+              struct registry *reg, act_agent_fn agent, void *agent_ctx);
 /*
  * Follow the latest decision: open/close channels, send hints, drive qemu-ga for domains
  * that opted into an agent actuator.  widen: every domain gets all its vCPUs instead
@@ -81,17 +60,17 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen);
 /* The agent function finished the command it was given for uuid. */
 void act_agent_done(struct actuator *a, const char *uuid, enum cfg_actuator how,
                     const ch_cpuset *cpus, int rc, const char *err);
-const struct act_vm *act_find(const struct actuator *a, const char *uuid);
 /* Give every domain of s whose housekeeping CPUs are unknown the ones its guest's hello
  * reported (before the snapshot is recorded and decided on; a replayed trace's own win). */
 void act_annotate(struct actuator *a, struct snapshot *s);
 /* {"ok","failed","applied","error","backoff_intervals","retry_in_intervals"} of a domain's qemu-ga
  * actuator, NULL when unused. */
-json_object *act_agent_json(const struct actuator *a, const struct act_vm *v);
+json_object *act_agent_json(const struct actuator *a, const struct vm_entry *v);
 /* JSON description of a domain's channel for /status (NULL when it has none). */
-json_object *act_channel_json(const struct act_vm *v);
+json_object *act_channel_json(const struct vm_entry *v);
 /* Quantile q (0..1) of the recorded ack latencies in ns; 0 when none. */
 uint64_t act_latency_quantile(const struct actuator *a, double q);
+/* Close every channel (the records stay with the registry). */
 void act_finalise(struct actuator *a);
 
 #endif

@@ -16,29 +16,14 @@
 #define CAP_SLACK 0.1
 #define CAP_MIN_CPUS 0.1
 
-void enf_init(struct enforcer *f, const struct hd_config *cfg, enf_quota_fn quota, void *ctx)
+void enf_init(struct enforcer *f, const struct hd_config *cfg, struct registry *reg,
+              enf_quota_fn quota, void *ctx)
 {
     memset(f, 0, sizeof(*f));
     f->cfg = cfg;
+    f->reg = reg;
     f->quota = quota;
     f->quota_ctx = ctx;
-}
-
-const struct enf_vm *enf_find(const struct enforcer *f, const char *uuid)
-{
-    unsigned lo = 0, hi = f->nvm;
-
-    while (lo < hi) {
-        unsigned mid = lo + (hi - lo) / 2;
-        int c = strcmp(f->vm[mid].uuid, uuid);
-        if (c == 0)
-            return &f->vm[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
 }
 
 /* libvirt reports "no limit" as -1, or as the cgroup v2 maximum; both mean none. */
@@ -162,12 +147,12 @@ out:
     return rc;
 }
 
-static int set_quota(struct enforcer *f, const struct enf_vm *v, double cpus)
+static int set_quota(struct enforcer *f, const struct vm_entry *v, double cpus)
 {
     return f->quota ? f->quota(f->quota_ctx, v->uuid, v->name, cpus) : 0;
 }
 
-static void cap(struct enforcer *f, struct enf_vm *v, double cpus)
+static void cap(struct enforcer *f, struct vm_entry *v, double cpus)
 {
     if (set_quota(f, v, cpus) < 0) {
         f->failures++;
@@ -175,20 +160,20 @@ static void cap(struct enforcer *f, struct enf_vm *v, double cpus)
     }
     log_msg(LOG_LVL_WARN, "%s%s: non-compliant under contention: capped to %.2f CPUs",
             f->quota ? "" : "replay: ", v->name, cpus);
-    v->capped = true;
-    v->cap_cpus = cpus;
+    v->enf.capped = true;
+    v->enf.cap_cpus = cpus;
     f->caps++;
 }
 
-static void release(struct enforcer *f, struct enf_vm *v, const char *why)
+static void release(struct enforcer *f, struct vm_entry *v, const char *why)
 {
     if (set_quota(f, v, -1) < 0) {
         f->failures++;
         return;
     }
     log_msg(LOG_LVL_INFO, "%s%s: cap released (%s)", f->quota ? "" : "replay: ", v->name, why);
-    v->capped = false;
-    v->cap_cpus = 0;
+    v->enf.capped = false;
+    v->enf.cap_cpus = 0;
     f->releases++;
 }
 
@@ -196,7 +181,7 @@ static void release(struct enforcer *f, struct enf_vm *v, const char *why)
  * it: killed, crashed, or lost libvirt on its way out).  With enforce = cap it is this hostd's
  * cap now, kept or released by the same rules as its own (released at once: nothing was
  * judged yet); with enforce = report hostd leaves quotas alone and says so. */
-static void adopt(struct enforcer *f, struct enf_vm *v, double cpus, bool capping)
+static void adopt(struct enforcer *f, struct vm_entry *v, double cpus, bool capping)
 {
     if (!capping) {
         log_msg(LOG_LVL_WARN,
@@ -207,62 +192,52 @@ static void adopt(struct enforcer *f, struct enf_vm *v, double cpus, bool cappin
     }
     log_msg(LOG_LVL_INFO, "%s: a cap of %.2f CPUs recorded by an earlier corehint-hostd is ours now",
             v->name, cpus);
-    v->capped = true;
-    v->cap_cpus = cpus;
+    v->enf.capped = true;
+    v->enf.cap_cpus = cpus;
 }
 
 void enf_failed(struct enforcer *f, const char *uuid, double cpus, const char *why)
 {
-    struct enf_vm *v = (struct enf_vm *)enf_find(f, uuid);
+    struct vm_entry *v = reg_find(f->reg, uuid);
 
     f->failures++;
-    if (!v)
+    if (!v || !v->enf.known)
         return;
     log_msg(LOG_LVL_WARN, "%s: %s failed: %s", v->name, cpus < 0 ? "cap release" : "cap", why);
     /* Undo what cap() or release() assumed, so that the next decision acts again. */
     if (cpus < 0) {
-        v->capped = true;
+        v->enf.capped = true;
     } else {
-        v->capped = false;
-        v->cap_cpus = 0;
+        v->enf.capped = false;
+        v->enf.cap_cpus = 0;
     }
 }
 
 void enf_apply(struct enforcer *f, const struct engine *e)
 {
     bool capping = strcmp(f->cfg->enforce, "cap") == 0;
-    struct enf_vm *n;
-    unsigned j = 0;
 
-    if (!e->decided || !(n = calloc(e->ndec + 1, sizeof(*n))))
+    if (!e->decided || reg_sync(f->reg, e) < 0)
         return;
-    for (unsigned i = 0; i < e->ndec; i++) {
-        const struct pol_decision *d = &e->dec[i];
-        struct enf_vm *v = &n[i];
+    for (unsigned i = 0; i < f->reg->nvm; i++) {
+        struct vm_entry *v = &f->reg->vm[i];
+        const struct pol_decision *d = v->dec;
 
-        while (j < f->nvm && strcmp(f->vm[j].uuid, d->uuid) < 0)
-            j++; /* gone: its quota went with it */
-        bool known = j < f->nvm && strcmp(f->vm[j].uuid, d->uuid) == 0;
-        if (known)
-            *v = f->vm[j++];
-        memcpy(v->uuid, d->uuid, sizeof(v->uuid));
-        memcpy(v->name, e->model.dom[i].name, sizeof(v->name));
-        if (!known && e->model.dom[i].cap_recorded > 0)
-            adopt(f, v, e->model.dom[i].cap_recorded, capping);
+        if (!v->enf.known && v->dom->cap_recorded > 0)
+            adopt(f, v, v->dom->cap_recorded, capping);
+        v->enf.known = true;
         double want = d->entitlement > CAP_MIN_CPUS ? d->entitlement : CAP_MIN_CPUS;
         bool should = capping && d->non_compliant && d->contended && !d->opt_out;
 
-        if (should && (!v->capped || fabs(want - v->cap_cpus) > CAP_SLACK * v->cap_cpus))
+        if (should &&
+            (!v->enf.capped || fabs(want - v->enf.cap_cpus) > CAP_SLACK * v->enf.cap_cpus))
             cap(f, v, want);
-        else if (!should && v->capped)
+        else if (!should && v->enf.capped)
             release(f, v,
                     !capping       ? "enforcement off"
                     : d->contended ? "compliant"
                                    : "no contention");
     }
-    free(f->vm);
-    f->vm = n;
-    f->nvm = e->ndec;
 }
 
 void enf_annotate(const struct enforcer *f, json_object *report)
@@ -273,26 +248,23 @@ void enf_annotate(const struct enforcer *f, json_object *report)
         return;
     for (size_t i = 0; i < json_object_array_length(doms); i++) {
         json_object *d = json_object_array_get_idx(doms, i), *o;
-        const struct enf_vm *v;
+        const struct vm_entry *v;
 
         if (!json_object_object_get_ex(d, "uuid", &u))
             continue;
-        v = enf_find(f, json_object_get_string(u));
+        v = reg_find(f->reg, json_object_get_string(u));
         o = json_object_new_object();
         json_object_object_add(o, "mode", json_object_new_string(f->cfg->enforce));
-        json_object_object_add(o, "capped", json_object_new_boolean(v && v->capped));
-        if (v && v->capped)
-            json_object_object_add(o, "cap_cpus", json_object_new_double(v->cap_cpus));
+        json_object_object_add(o, "capped", json_object_new_boolean(v && v->enf.capped));
+        if (v && v->enf.capped)
+            json_object_object_add(o, "cap_cpus", json_object_new_double(v->enf.cap_cpus));
         json_object_object_add(d, "enforce", o);
     }
 }
 
 void enf_finalise(struct enforcer *f)
 {
-    for (unsigned i = 0; i < f->nvm; i++)
-        if (f->vm[i].capped)
-            release(f, &f->vm[i], "shutting down");
-    free(f->vm);
-    f->vm = NULL;
-    f->nvm = 0;
+    for (unsigned i = 0; f->reg && i < f->reg->nvm; i++)
+        if (f->reg->vm[i].enf.capped)
+            release(f, &f->reg->vm[i], "shutting down");
 }

@@ -33,7 +33,8 @@ struct engine {
     uint64_t last_sample_ns; /* wall time of the last libvirt sample (live only) */
     uint64_t changes;      /* preferred-set changes so far */
     uint64_t short_skipped; /* live samples skipped by eng_too_soon() */
-    /* live sampling state, kept by main.c for /status and /metrics */
+    /* live sampling state, kept by main.c and the live source (source.c) for /status and
+     * /metrics */
     bool live;                 /* samples come from libvirt (not --once, not a replay) */
     bool connected;            /* the libvirt worker holds a connection */
     bool stale;                /* no decision for stale_intervals: guests are widened */

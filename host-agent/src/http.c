@@ -20,6 +20,7 @@
 struct http_srv {
     struct evhttp *http;
     const struct engine *e;
+    const struct registry *reg;
     const struct actuator *a;
     const struct enforcer *f;
     const struct hd_config *cfg;
@@ -82,15 +83,16 @@ static double v_compliant(const struct engine *e, const struct actuator *a, unsi
     return !e->dec[i].non_compliant;
 }
 
-static const struct channel *vm_channel(const struct engine *e, const struct actuator *a,
+static const struct channel *vm_channel(const struct engine *e, const struct registry *r,
                                         unsigned i)
 {
-    const struct act_vm *v = act_find(a, e->model.dom[i].uuid);
+    const struct vm_entry *v = reg_find(r, e->model.dom[i].uuid);
 
-    return v ? v->ch : NULL;
+    return v ? v->act.ch : NULL;
 }
 
-static void vm_metrics(struct evbuffer *b, const struct engine *e, const struct actuator *a)
+static void vm_metrics(struct evbuffer *b, const struct engine *e, const struct actuator *a,
+                       const struct registry *r)
 {
     static const struct {
         const char *name, *help;
@@ -124,7 +126,7 @@ static void vm_metrics(struct evbuffer *b, const struct engine *e, const struct 
     head(b, "corehint_vm_guest_mode", "gauge",
          "1 for the mode the guest last reported, 0 for the others (none: no status yet)");
     for (unsigned i = 0; i < e->ndec; i++) {
-        const struct channel *ch = vm_channel(e, a, i);
+        const struct channel *ch = vm_channel(e, r, i);
         const char *now = ch && ch->has_status ? ch_mode_name(ch->status.mode) : "none";
         static const char *const modes[] = {"none", "host", "fallback", "unsupported"};
         for (unsigned k = 0; k < sizeof(modes) / sizeof(modes[0]); k++) {
@@ -134,7 +136,7 @@ static void vm_metrics(struct evbuffer *b, const struct engine *e, const struct 
     }
     head(b, "corehint_channel_up", "gauge", "1 when the VM's corehint channel is connected");
     for (unsigned i = 0; i < e->ndec; i++) {
-        const struct channel *ch = vm_channel(e, a, i);
+        const struct channel *ch = vm_channel(e, r, i);
         if (!ch)
             continue;
         vm_labels(b, "corehint_channel_up", &e->model.dom[i]);
@@ -150,7 +152,7 @@ static void vm_metrics(struct evbuffer *b, const struct engine *e, const struct 
     head(b, "corehint_channel_messages_total", "counter", "messages on the corehint channel");
     for (size_t c = 0; c < 2; c++)
         for (unsigned i = 0; i < e->ndec; i++) {
-            const struct channel *ch = vm_channel(e, a, i);
+            const struct channel *ch = vm_channel(e, r, i);
             if (!ch)
                 continue;
             vm_labels(b, "corehint_channel_messages_total", &e->model.dom[i]);
@@ -163,7 +165,7 @@ static void vm_metrics(struct evbuffer *b, const struct engine *e, const struct 
          "guest lines dropped (malformed, oversized), host messages not sent (output) and "
          "hints replaced unsent by a newer one (replaced)");
     for (unsigned i = 0; i < e->ndec; i++) {
-        const struct channel *ch = vm_channel(e, a, i);
+        const struct channel *ch = vm_channel(e, r, i);
         if (!ch)
             continue;
         const uint64_t v[4] = {ch->c.malformed, ch->c.oversized, ch->c.dropped_out,
@@ -177,7 +179,7 @@ static void vm_metrics(struct evbuffer *b, const struct engine *e, const struct 
     head(b, "corehint_channel_input_throttled_total", "counter",
          "times reading a guest's channel paused for its input budget");
     for (unsigned i = 0; i < e->ndec; i++) {
-        const struct channel *ch = vm_channel(e, a, i);
+        const struct channel *ch = vm_channel(e, r, i);
         if (!ch)
             continue;
         vm_labels(b, "corehint_channel_input_throttled_total", &e->model.dom[i]);
@@ -208,7 +210,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
         for (unsigned p = 0; p < e->model.npcpu; p++)
             evbuffer_add_printf(b, "corehint_pcpu_wait_cpus{cpu=\"%u\"} %.6g\n", p,
                                 e->model.pcpu_wait[p]);
-        vm_metrics(b, e, h->a);
+        vm_metrics(b, e, h->a, h->reg);
     }
     head(b, "corehint_decisions_total", "counter", "policy steps taken");
     evbuffer_add_printf(b, "corehint_decisions_total %llu\n", (unsigned long long)e->steps);
@@ -248,9 +250,9 @@ static void on_metrics(struct evhttp_request *req, void *arg)
     if (e->decided) {
         head(b, "corehint_vm_capped", "gauge", "1 while the VM's CPU quota is capped");
         for (unsigned i = 0; i < e->ndec; i++) {
-            const struct enf_vm *v = enf_find(h->f, e->model.dom[i].uuid);
+            const struct vm_entry *v = reg_find(h->reg, e->model.dom[i].uuid);
             vm_labels(b, "corehint_vm_capped", &e->model.dom[i]);
-            evbuffer_add_printf(b, "} %d\n", v && v->capped);
+            evbuffer_add_printf(b, "} %d\n", v && v->enf.capped);
         }
     }
     head(b, "corehint_hints_total", "counter", "hints queued to guests");
@@ -289,19 +291,19 @@ static void on_status(struct evhttp_request *req, void *arg)
     if (json_object_object_get_ex(r, "domains", &doms)) {
         for (size_t i = 0; i < json_object_array_length(doms); i++) {
             json_object *d = json_object_array_get_idx(doms, i), *u, *ch;
-            const struct act_vm *v;
+            const struct vm_entry *v;
             const char *mode = "none";
 
             if (!json_object_object_get_ex(d, "uuid", &u))
                 continue;
-            v = act_find(h->a, json_object_get_string(u));
+            v = reg_find(h->reg, json_object_get_string(u));
             json_object *ag = act_agent_json(h->a, v);
             if (ag)
                 json_object_object_add(d, "agent", ag);
             if ((ch = act_channel_json(v))) {
                 json_object_object_add(d, "channel", ch);
-                if (v->ch->has_status)
-                    mode = ch_mode_name(v->ch->status.mode);
+                if (v->act.ch->has_status)
+                    mode = ch_mode_name(v->act.ch->status.mode);
             }
             json_object_object_add(d, "guest_mode", json_object_new_string(mode));
         }
@@ -356,8 +358,8 @@ static void on_status(struct evhttp_request *req, void *arg)
 }
 
 struct http_srv *http_start(struct event_base *base, const char *listen, const struct engine *e,
-                            const struct actuator *a, const struct enforcer *f,
-                            const struct hd_config *cfg)
+                            const struct registry *reg, const struct actuator *a,
+                            const struct enforcer *f, const struct hd_config *cfg)
 {
     struct http_srv *h = calloc(1, sizeof(*h));
     char addr[128], err[256];
@@ -373,6 +375,7 @@ struct http_srv *http_start(struct event_base *base, const char *listen, const s
         goto fail;
     }
     h->e = e;
+    h->reg = reg;
     h->a = a;
     h->f = f;
     h->cfg = cfg;

@@ -14,13 +14,14 @@
 #include "config.h"
 #include "enforce.h"
 #include "engine.h"
+#include "registry.h"
 
 struct http_srv;
 
 /* listen is "ADDR:PORT" ("[v6]:PORT" for IPv6); returns NULL with a logged error. */
 struct http_srv *http_start(struct event_base *base, const char *listen, const struct engine *e,
-                            const struct actuator *a, const struct enforcer *f,
-                            const struct hd_config *cfg);
+                            const struct registry *reg, const struct actuator *a,
+                            const struct enforcer *f, const struct hd_config *cfg);
 void http_stop(struct http_srv *h);
 
 #endif

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * registry: one record per VM, keyed by UUID, holding everything the event loop knows about
+ * it between decisions: its channel and qemu-ga state (actuate.h) and its cap (enforce.h),
+ * with the latest decision and model entry it was synced to.  The actuator and the enforcer
+ * act on these records; neither keeps a list of its own.  reg_sync() follows the engine's
+ * latest decision: a VM that appears gets a fresh record, one that is gone has its channel
+ * closed and its record dropped (its quota went with the domain: nothing to release).
+ *
+ * The registry belongs to the event loop.  The other half of what hostd knows about a VM, the
+ * collector's cache of its live XML (collect.c), belongs to the libvirt worker and stays
+ * there: joining the two would put a lock between the loop and the worker.
+ */
+#ifndef HOSTD_REGISTRY_H
+#define HOSTD_REGISTRY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "corehint/cpulist.h"
+#include "engine.h"
+
+struct channel;
+
+/* The actuator's part (actuate.c). */
+struct act_state {
+    struct channel *ch;     /* NULL: no channel (or dry run) */
+    uint64_t hints;         /* hints queued */
+    ch_cpuset housekeeping; /* the guest's housekeeping CPUs from its latest hello, kept
+                               across reconnects until a new hello says otherwise */
+    /* qemu-ga actuators: what the agent last applied, to act on changes only */
+    bool agent_applied;
+    enum cfg_actuator agent_how; /* the agent that applied agent_cpus */
+    bool agent_pending;          /* a command is with the agent function */
+    ch_cpuset agent_cpus;
+    uint64_t agent_ok, agent_failed;
+    char agent_error[128];
+    /* After a failure the agent is asked again only agent_backoff intervals later (1, 2, 4,
+     * ... up to ACT_AGENT_BACKOFF_MAX; a success resets it), at agent_retry_ns (monotonic):
+     * an agent that hangs costs libvirt's timeout once per backoff, not every interval. */
+    unsigned agent_backoff;
+    uint64_t agent_retry_ns;
+    bool meta_agent_refused; /* its metadata asks for qemu-ga, metadata_agent = no: said once */
+};
+
+/* The enforcer's part (enforce.c). */
+struct enf_state {
+    bool known; /* judged by the enforcer before: a cap recorded by an earlier hostd is only
+                   adopted when the domain is first seen */
+    bool capped;
+    double cap_cpus;
+};
+
+struct vm_entry {
+    char uuid[SNAP_UUID_LEN + 1];
+    char name[SNAP_NAME_MAX];
+    /* The engine's latest model entry and decision for this VM: valid from reg_sync() until
+     * the engine's next decision. */
+    const struct model_dom *dom;
+    const struct pol_decision *dec;
+    struct act_state act;
+    struct enf_state enf;
+};
+
+struct registry {
+    struct vm_entry *vm; /* sorted by uuid: the engine's model order */
+    unsigned nvm;
+    uint64_t steps; /* the engine step the records follow, 0 before the first */
+};
+
+void reg_init(struct registry *r);
+/* Follow e's latest decision (nothing to do when the records already follow it).  Afterwards
+ * r->vm[i] is the VM of e->model.dom[i] and e->dec[i].  0 or -ENOMEM. */
+int reg_sync(struct registry *r, const struct engine *e);
+struct vm_entry *reg_find(const struct registry *r, const char *uuid);
+/* Drop every record, closing any channel still open. */
+void reg_finalise(struct registry *r);
+
+#endif
