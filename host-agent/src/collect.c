@@ -2,6 +2,7 @@
 #include "collect.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,19 +89,8 @@ void col_free(struct collector *col)
 
 static struct xml_entry *cache_find(struct collector *col, const char *uuid)
 {
-    unsigned lo = 0, hi = col->ncache;
-
-    while (lo < hi) {
-        unsigned mid = lo + (hi - lo) / 2;
-        int c = strcmp(col->cache[mid].uuid, uuid);
-        if (c == 0)
-            return &col->cache[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    return hd_find_uuid(col->cache, col->ncache, sizeof(*col->cache),
+                        offsetof(struct xml_entry, uuid), uuid);
 }
 
 void col_invalidate(struct collector *col, const char *uuid)

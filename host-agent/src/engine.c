@@ -2,6 +2,7 @@
 #include "engine.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -34,19 +35,7 @@ void eng_reset(struct engine *e)
 static const struct pol_decision *dec_find(const struct pol_decision *d, unsigned n,
                                            const char *uuid)
 {
-    unsigned lo = 0, hi = d ? n : 0;
-
-    while (lo < hi) {
-        unsigned mid = lo + (hi - lo) / 2;
-        int c = strcmp(d[mid].uuid, uuid);
-        if (c == 0)
-            return &d[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    return hd_find_uuid(d, n, sizeof(*d), offsetof(struct pol_decision, uuid), uuid);
 }
 
 /* Log every decision (changes at info level); returns how many preferred sets changed. */
@@ -139,11 +128,6 @@ bool eng_too_soon(const struct engine *e, const struct snapshot *s, unsigned gen
 {
     return e->prev && e->prev_gen == gen && s->t_ns > e->prev->t_ns &&
            s->t_ns - e->prev->t_ns < (uint64_t)e->cfg->interval_ms * 1000000u / 2;
-}
-
-const struct pol_decision *eng_find(const struct engine *e, const char *uuid)
-{
-    return dec_find(e->dec, e->ndec, uuid);
 }
 
 json_object *eng_report(const struct engine *e)

@@ -59,7 +59,6 @@ bool eng_too_soon(const struct engine *e, const struct snapshot *s, unsigned gen
 void eng_reset(struct engine *e);
 /* The report of the latest decision (NULL before the first). */
 json_object *eng_report(const struct engine *e);
-const struct pol_decision *eng_find(const struct engine *e, const char *uuid);
 void eng_finalise(struct engine *e);
 
 #endif

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -403,19 +404,7 @@ static void compliance(struct work *w, const struct hd_config *cfg)
 static const struct pol_decision *prev_find(const struct pol_decision *prev, unsigned nprev,
                                             const char *uuid)
 {
-    unsigned lo = 0, hi = prev ? nprev : 0;
-
-    while (lo < hi) {
-        unsigned mid = lo + (hi - lo) / 2;
-        int c = strcmp(prev[mid].uuid, uuid);
-        if (c == 0)
-            return &prev[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    return hd_find_uuid(prev, nprev, sizeof(*prev), offsetof(struct pol_decision, uuid), uuid);
 }
 
 /* Per-vCPU share a shrunk VM books on the pCPUs of its preferred vCPUs. */

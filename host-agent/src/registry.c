@@ -2,6 +2,7 @@
 #include "registry.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,19 +15,7 @@ void reg_init(struct registry *r)
 
 struct vm_entry *reg_find(const struct registry *r, const char *uuid)
 {
-    unsigned lo = 0, hi = r->nvm;
-
-    while (lo < hi) {
-        unsigned mid = lo + (hi - lo) / 2;
-        int c = strcmp(r->vm[mid].uuid, uuid);
-        if (c == 0)
-            return &r->vm[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    return hd_find_uuid(r->vm, r->nvm, sizeof(*r->vm), offsetof(struct vm_entry, uuid), uuid);
 }
 
 /* A VM that is gone: its channel closes; a cap went with the domain. */

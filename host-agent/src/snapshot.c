@@ -2,6 +2,7 @@
 #include "snapshot.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -109,19 +110,26 @@ void snap_sort(struct snapshot *s)
             qsort(s->dom[i].vcpu, s->dom[i].nvcpu, sizeof(*s->dom[i].vcpu), cmp_vcpu);
 }
 
-const struct snap_dom *snap_find(const struct snapshot *s, const char *uuid)
+void *hd_find_uuid(const void *base, unsigned n, size_t size, size_t off, const char *uuid)
 {
-    unsigned lo = 0, hi = s ? s->ndom : 0;
+    unsigned lo = 0, hi = base ? n : 0;
 
     while (lo < hi) {
         unsigned mid = lo + (hi - lo) / 2;
-        int c = strcmp(s->dom[mid].uuid, uuid);
+        const char *elem = (const char *)base + (size_t)mid * size;
+        int c = strcmp(elem + off, uuid);
         if (c == 0)
-            return &s->dom[mid];
+            return (void *)elem;
         if (c < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
     return NULL;
+}
+
+const struct snap_dom *snap_find(const struct snapshot *s, const char *uuid)
+{
+    return s ? hd_find_uuid(s->dom, s->ndom, sizeof(*s->dom), offsetof(struct snap_dom, uuid), uuid)
+             : NULL;
 }

@@ -113,5 +113,9 @@ void snap_free(struct snapshot *s);
 /* Sort domains by uuid and vCPUs by id: model and policy walk them in that order. */
 void snap_sort(struct snapshot *s);
 const struct snap_dom *snap_find(const struct snapshot *s, const char *uuid);
+/* The element of base[0..n) (each size bytes, sorted by the uuid string off bytes into each)
+ * whose uuid is uuid, or NULL: the one lookup of hostd's per-VM arrays (snapshot, decisions,
+ * registry, XML cache). */
+void *hd_find_uuid(const void *base, unsigned n, size_t size, size_t off, const char *uuid);
 
 #endif
