@@ -40,6 +40,10 @@ struct collector {
     struct xml_entry *cache; /* sorted by uuid */
     unsigned ncache;
     bool all_stale;
+    /* the host's online CPUs at the last sample: libvirt's pinning of a vCPU nobody pinned is
+     * every online CPU, so a CPU taken offline or brought back makes every cached pinning old */
+    struct hd_pset online;
+    unsigned online_n; /* CPUs the map covers, 0 before the first sample */
 };
 
 unsigned col_shares_default(const char *proc_root)
@@ -232,8 +236,11 @@ static int dom_xml(struct collector *col, virDomainPtr dom, struct snap_dom *d, 
         /* What the kernel weighs the domain by, set in the XML or not: libvirt's cpu_shares
          * is its cgroup's cpu.shares (v1) or cpu.weight (v2). */
         info.shares = live_shares(dom, info.shares);
-        if (dom_pinning(d, dom, npcpu) < 0)
+        if (dom_pinning(d, dom, npcpu) < 0) {
             rc = -EAGAIN;
+            if (e)
+                (void)pinning_cached(e, d, npcpu); /* what was last known beats none */
+        }
         if (e)
             e->age = 0;
     } else {
@@ -531,9 +538,28 @@ static void proc_stats(struct collector *col, struct snapshot *s)
     }
 }
 
+/* Note the host's online CPUs (map: libvirt's bitmap of npcpu CPUs); when they changed since the
+ * last sample, every domain's pinning is read again. */
+static void online_changed(struct collector *col, const unsigned char *map, unsigned npcpu)
+{
+    struct hd_pset now;
+
+    pset_zero(&now);
+    for (unsigned p = 0; map && p < npcpu; p++)
+        if (VIR_CPU_USED(map, p))
+            pset_set(&now, p);
+    if (col->online_n && (col->online_n != npcpu || memcmp(&now, &col->online, sizeof(now)) != 0)) {
+        log_msg(LOG_LVL_INFO, "the host's online CPUs changed: reading every domain's pinning again");
+        col->all_stale = true;
+    }
+    col->online = now;
+    col->online_n = npcpu;
+}
+
 int col_sample(struct collector *col, virConnectPtr vc, struct snapshot **out)
 {
     virDomainStatsRecordPtr *recs = NULL;
+    unsigned char *map = NULL;
     struct snapshot *s = snap_new();
     char(*xml_failed)[SNAP_UUID_LEN + 1] = NULL; /* domains whose XML must be read again */
     unsigned nfailed = 0;
@@ -543,7 +569,7 @@ int col_sample(struct collector *col, virConnectPtr vc, struct snapshot **out)
     *out = NULL;
     if (!s)
         return -ENOMEM;
-    if ((n = virNodeGetCPUMap(vc, NULL, NULL, 0)) < 0) {
+    if ((n = virNodeGetCPUMap(vc, &map, NULL, 0)) < 0) {
         rc = virConnectIsAlive(vc) == 1 ? -EIO : -ENOTCONN;
         log_msg(LOG_LVL_WARN, "cannot count host CPUs: %s", conn_error());
         goto cleanup;
@@ -554,6 +580,7 @@ int col_sample(struct collector *col, virConnectPtr vc, struct snapshot **out)
         goto cleanup;
     }
     s->npcpu = (unsigned)n;
+    online_changed(col, map, s->npcpu);
     s->shares_default = col->shares_default;
     if (!(s->pcpu = calloc(s->npcpu + 1, sizeof(*s->pcpu)))) {
         rc = -ENOMEM;
@@ -601,6 +628,7 @@ int col_sample(struct collector *col, virConnectPtr vc, struct snapshot **out)
     s = NULL;
 
 cleanup:
+    free(map);
     if (recs)
         virDomainStatsRecordListFree(recs);
     free(xml_failed);

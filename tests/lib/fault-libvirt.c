@@ -11,6 +11,10 @@
  *                                     dying during samples)
  *   COREHINT_FAULT_STATS_HANG_AT=N    the Nth virConnectGetAllDomainStats call first sleeps
  *   COREHINT_FAULT_STATS_HANG_MS=M    M ms (a libvirtd that is stopped or stuck on a domain job)
+ *   COREHINT_FAULT_CPU_OFFLINE_AFTER=N  from the (N+1)th virNodeGetCPUMap call on, the
+ *                                     highest online host CPU is reported offline (an
+ *                                     administrator's CPU hot-unplug; not a failure, but said
+ *                                     on stderr once like one)
  * Every injected fault is said on stderr ("fault-libvirt: ..."), so a test can tell that it
  * was really met. */
 #include <dlfcn.h>
@@ -20,7 +24,7 @@
 
 #include <libvirt/libvirt.h>
 
-static unsigned long xmldesc_calls, stats_calls;
+static unsigned long xmldesc_calls, stats_calls, cpumap_calls;
 static virConnectCloseFunc close_cb;
 static void *close_opaque;
 static virConnectPtr dead_conn;
@@ -44,6 +48,32 @@ char *virDomainGetXMLDesc(virDomainPtr domain, unsigned int flags)
         return NULL;
     }
     return REAL(virDomainGetXMLDesc) ? real_virDomainGetXMLDesc(domain, flags) : NULL;
+}
+
+int virNodeGetCPUMap(virConnectPtr conn, unsigned char **cpumap, unsigned int *online,
+                     unsigned int flags)
+{
+    static int (*real_virNodeGetCPUMap)(virConnectPtr, unsigned char **, unsigned int *,
+                                        unsigned int);
+    unsigned long after = knob("COREHINT_FAULT_CPU_OFFLINE_AFTER");
+    int n, cpu;
+
+    if (!REAL(virNodeGetCPUMap))
+        return -1;
+    n = real_virNodeGetCPUMap(conn, cpumap, online, flags);
+    if (n <= 1 || !after || ++cpumap_calls <= after || !cpumap || !*cpumap)
+        return n;
+    for (cpu = n - 1; cpu > 0 && !VIR_CPU_USED(*cpumap, cpu); cpu--)
+        ;
+    if (cpu == 0)
+        return n; /* only CPU 0 online: leave it */
+    if (cpumap_calls == after + 1)
+        fprintf(stderr, "fault-libvirt: host CPU %d offline from virNodeGetCPUMap call %lu\n", cpu,
+                cpumap_calls);
+    (*cpumap)[cpu / 8] &= (unsigned char)~(1u << (cpu % 8));
+    if (online)
+        (*online)--;
+    return n;
 }
 
 /* Remembered, so that a fault can run it; drivers without close callbacks (test:///) are
