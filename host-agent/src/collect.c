@@ -549,7 +549,8 @@ static void online_changed(struct collector *col, const unsigned char *map, unsi
         if (VIR_CPU_USED(map, p))
             pset_set(&now, p);
     if (col->online_n && (col->online_n != npcpu || memcmp(&now, &col->online, sizeof(now)) != 0)) {
-        log_msg(LOG_LVL_INFO, "the host's online CPUs changed: reading every domain's pinning again");
+        log_msg(LOG_LVL_INFO,
+                "the host's online CPUs changed: reading every domain's pinning again");
         col->all_stale = true;
     }
     col->online = now;
