@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "corehint/log.h"
 
 void act_init(struct actuator *a, struct event_base *base, const struct hd_config *cfg,
@@ -101,7 +102,7 @@ static void agent_result(const struct actuator *a, struct vm_entry *v, enum cfg_
             v->act.agent_backoff = ACT_AGENT_BACKOFF_MAX;
         /* half an interval early: the decision that many intervals on is not missed by jitter */
         v->act.agent_retry_ns =
-            chan_now_ns() +
+            hd_mono_ns() +
             ((uint64_t)v->act.agent_backoff * a->cfg->interval_ms - a->cfg->interval_ms / 2) *
                 1000000u;
         snprintf(v->act.agent_error, sizeof(v->act.agent_error), "%s", err);
@@ -139,7 +140,7 @@ static void agent_apply(struct actuator *a, struct vm_entry *v, const struct mod
     struct qga_link *l;
     int rc;
 
-    if (v->act.agent_pending || chan_now_ns() < v->act.agent_retry_ns ||
+    if (v->act.agent_pending || hd_mono_ns() < v->act.agent_retry_ns ||
         (v->act.agent_applied && ch_cpuset_equal(&v->act.agent_cpus, cpus)))
         return;
     if (a->agent) {
@@ -256,7 +257,7 @@ json_object *act_agent_json(const struct actuator *a, const struct vm_entry *v)
     if (v->act.agent_error[0])
         json_object_object_add(o, "error", json_object_new_string(v->act.agent_error));
     if (v->act.agent_backoff) {
-        uint64_t now = chan_now_ns(), iv = (uint64_t)a->cfg->interval_ms * 1000000u;
+        uint64_t now = hd_mono_ns(), iv = (uint64_t)a->cfg->interval_ms * 1000000u;
         uint64_t left = v->act.agent_retry_ns > now ? v->act.agent_retry_ns - now : 0;
         json_object_object_add(o, "backoff_intervals",
                                json_object_new_uint64(v->act.agent_backoff));
@@ -281,10 +282,10 @@ json_object *act_channel_json(const struct vm_entry *v)
     json_object_object_add(o, "seq", json_object_new_uint64(ch->seq));
     json_object_object_add(o, "version", json_object_new_uint64(chan_version(ch)));
     json_object_object_add(o, "acked", json_object_new_boolean(ch->acked));
-    json_object_object_add(o, "silent", json_object_new_boolean(chan_silent(ch, chan_now_ns())));
+    json_object_object_add(o, "silent", json_object_new_boolean(chan_silent(ch, hd_mono_ns())));
     if (ch->last_rx_ns)
         json_object_object_add(o, "last_rx_age_ms",
-                               json_object_new_uint64((chan_now_ns() - ch->last_rx_ns) / 1000000u));
+                               json_object_new_uint64((hd_mono_ns() - ch->last_rx_ns) / 1000000u));
     json_object_object_add(o, "msgs_in", json_object_new_uint64(ch->c.msgs_in));
     json_object_object_add(o, "msgs_out", json_object_new_uint64(ch->c.msgs_out));
     json_object_object_add(o, "dropped_out", json_object_new_uint64(ch->c.dropped_out));
@@ -356,7 +357,7 @@ void act_annotate(struct actuator *a, struct snapshot *s)
             }
         } else if (v->act.ch && v->act.ch->state == CHAN_UP && v->act.ch->has_status &&
                    v->act.ch->lease_ms && v->act.ch->status.mode == CH_MODE_HOST &&
-                   !chan_silent(v->act.ch, chan_now_ns())) {
+                   !chan_silent(v->act.ch, hd_mono_ns())) {
             d->acked = true;
             d->applied = v->act.ch->status.applied;
         }

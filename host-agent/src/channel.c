@@ -14,20 +14,13 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
+#include "clock.h"
 #include "corehint/log.h"
 
 #define BACKOFF_MIN_MS 200
 #define BACKOFF_MAX_MS 5000
 /* Guest input held by libevent before we frame it: bounded like everything else. */
 #define CHAN_IN_MAX ((size_t)64 * 1024)
-
-uint64_t chan_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 uint64_t chan_session(void)
 {
@@ -153,7 +146,7 @@ static int send_hint(struct channel *ch, const ch_cpuset *cpus, uint32_t lease_m
         return rc;
     }
     ch->seq = session_seq = seq;
-    ch->seq_sent_ns = chan_now_ns();
+    ch->seq_sent_ns = hd_mono_ns();
     ch->lease_ms = lease_ms;
     ch->acked = false;
     ch->error_sent = false;
@@ -213,7 +206,7 @@ static void reply_error(struct channel *ch, const struct ch_decode_info *info)
  * again at once, under a new seq, instead of an interval later. */
 static void resend_current(struct channel *ch)
 {
-    uint64_t age_ms = (chan_now_ns() - ch->decided_ns) / 1000000u;
+    uint64_t age_ms = (hd_mono_ns() - ch->decided_ns) / 1000000u;
     ch_cpuset cpus;
 
     if (!ch->decided_ns || age_ms + CH_LEASE_MIN_MS > ch->decided_lease_ms)
@@ -243,7 +236,7 @@ static bool on_line(void *ctx, const char *line, size_t len)
         return true;
     }
     ch->c.msgs_in++;
-    ch->last_rx_ns = chan_now_ns();
+    ch->last_rx_ns = hd_mono_ns();
     switch (m.type) {
     case CH_MSG_HELLO:
         if (m.u.hello.role != CH_ROLE_GUEST) {
@@ -325,7 +318,7 @@ static void on_read(struct bufferevent *bev, void *arg)
 {
     struct channel *ch = arg;
     struct evbuffer *in = bufferevent_get_input(bev);
-    uint64_t now = chan_now_ns();
+    uint64_t now = hd_mono_ns();
     char buf[4096];
     int n;
 

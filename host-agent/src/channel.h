@@ -111,7 +111,6 @@ const char *chan_state_name(enum chan_state s);
 uint64_t chan_session(void);
 /* The version hints are written in: min(ours, the guest's max_v) once it said hello, else 1. */
 unsigned chan_version(const struct channel *ch);
-uint64_t chan_now_ns(void);
 /* Silent: no valid guest message ever, or none for longer than the last hint's lease. */
 bool chan_silent(const struct channel *ch, uint64_t now_ns);
 

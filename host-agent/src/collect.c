@@ -11,6 +11,7 @@
 
 #include <libvirt/virterror.h>
 
+#include "clock.h"
 #include "config.h"
 #include "conn.h"
 #include "corehint/file.h"
@@ -564,7 +565,6 @@ int col_sample(struct collector *col, virConnectPtr vc, struct snapshot **out)
     struct snapshot *s = snap_new();
     char(*xml_failed)[SNAP_UUID_LEN + 1] = NULL; /* domains whose XML must be read again */
     unsigned nfailed = 0;
-    struct timespec ts;
     int n, rc = 0;
 
     *out = NULL;
@@ -594,8 +594,7 @@ int col_sample(struct collector *col, virConnectPtr vc, struct snapshot **out)
     n = virConnectGetAllDomainStats(
         vc, VIR_DOMAIN_STATS_STATE | VIR_DOMAIN_STATS_VCPU | VIR_DOMAIN_STATS_CPU_TOTAL, &recs,
         VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE | VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT);
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    s->t_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    s->t_ns = hd_mono_ns();
     if (n < 0) {
         rc = virConnectIsAlive(vc) == 1 ? -EIO : -ENOTCONN;
         log_msg(LOG_LVL_WARN, "cannot get domain statistics: %s", conn_error());

@@ -5,19 +5,11 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "corehint/log.h"
 #include "record.h"
 #include "report.h"
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 void eng_init(struct engine *e, const struct hd_config *cfg, FILE *record)
 {
@@ -99,9 +91,9 @@ int eng_feed(struct engine *e, struct snapshot *s, unsigned gen)
         snap_free(s);
         return -ENOMEM;
     }
-    t0 = now_ns();
+    t0 = hd_mono_ns();
     rc = pol_step(&m, e->cfg, e->dec, e->ndec, dec);
-    e->last_step_ns = now_ns() - t0;
+    e->last_step_ns = hd_mono_ns() - t0;
     if (rc < 0) {
         free(dec);
         model_free(&m);

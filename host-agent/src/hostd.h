@@ -8,11 +8,11 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
 
 #include <event2/event.h>
 
 #include "actuate.h"
+#include "clock.h"
 #include "config.h"
 #include "enforce.h"
 #include "engine.h"
@@ -37,14 +37,6 @@ struct hostd {
     uint64_t last_apply_ms; /* last time the leases were renewed */
     int exit_code;
 };
-
-static inline uint64_t hd_mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* The one way into the engine: s (owned by the callee from here on), sampled on connection
  * generation gen, is fed to the engine; a decision brings the registry up to it and is handed

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -16,6 +15,7 @@
 #include "corehint/log.h"
 #include "corehint/proto.h"
 #include "channel.h"
+#include "clock.h"
 
 struct http_srv {
     struct evhttp *http;
@@ -321,9 +321,7 @@ static void on_status(struct evhttp_request *req, void *arg)
     json_object_object_add(daemon, "policy_step_ns", json_object_new_uint64(h->e->last_step_ns));
     json_object_object_add(daemon, "sample_ns", json_object_new_uint64(h->e->last_sample_ns));
     if (h->e->live) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t now_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+        uint64_t now_ms = hd_mono_ms();
         json_object_object_add(daemon, "libvirt",
                                json_object_new_string(h->e->connected ? "connected"
                                                                       : "waiting for libvirt"));

@@ -14,6 +14,7 @@
 
 #include <libvirt/libvirt.h>
 
+#include "clock.h"
 #include "collect.h"
 #include "conn.h"
 #include "corehint/log.h"
@@ -94,14 +95,6 @@ struct worker {
     atomic_bool connected;
     atomic_bool evstop;
 };
-
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* libvirt's event thread (and the close callback inside a failing call): flags only. */
 static void on_conn(void *ctx, enum conn_event ev, const char *uuid)
@@ -205,7 +198,7 @@ static void run_job(struct worker *w, const struct wk_job *j)
 {
     virConnectPtr vc = conn_get(w->conn);
     struct wk_result r;
-    uint64_t t0 = mono_ms();
+    uint64_t t0 = hd_mono_ms();
 
     memset(&r, 0, sizeof(r));
     r.job = *j;
@@ -220,7 +213,7 @@ static void run_job(struct worker *w, const struct wk_job *j)
     }
     if (r.rc < 0 && vc && virConnectIsAlive(vc) != 1)
         on_conn(w, CONN_CLOSED, NULL); /* torn down before the next job */
-    r.took_ms = mono_ms() - t0;
+    r.took_ms = hd_mono_ms() - t0;
     post(w, &r);
 }
 
@@ -275,19 +268,19 @@ static void *worker_main(void *arg)
             w->closed = false;
             pthread_mutex_unlock(&w->mu);
             lose(w);
-            retry_at = mono_ms() + backoff;
+            retry_at = hd_mono_ms() + backoff;
             pthread_mutex_lock(&w->mu);
             continue;
         }
         w->closed = false;
-        if (w->stop && (!up || w->queue.len == 0 || mono_ms() >= w->drain_until_ms))
+        if (w->stop && (!up || w->queue.len == 0 || hd_mono_ms() >= w->drain_until_ms))
             break;
-        if (!up && !w->stop && mono_ms() >= retry_at) {
+        if (!up && !w->stop && hd_mono_ms() >= retry_at) {
             pthread_mutex_unlock(&w->mu);
             if (try_open(w, backoff)) {
                 backoff = BACKOFF_MIN_MS;
             } else {
-                retry_at = mono_ms() + backoff;
+                retry_at = hd_mono_ms() + backoff;
                 backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
             }
             pthread_mutex_lock(&w->mu);
@@ -342,13 +335,13 @@ static void *agent_main(void *arg)
         memset(&r, 0, sizeof(r));
         r.job = ring_pop(&w->aqueue);
         pthread_mutex_unlock(&w->mu);
-        uint64_t t0 = mono_ms();
+        uint64_t t0 = hd_mono_ms();
         virConnectPtr vc = lane_conn(w, r.err, sizeof(r.err));
         if (!vc)
             r.rc = -ENOTCONN;
         else
             run_agent(vc, &r);
-        r.took_ms = mono_ms() - t0;
+        r.took_ms = hd_mono_ms() - t0;
         post(w, &r);
         pthread_mutex_lock(&w->mu);
     }
@@ -489,7 +482,7 @@ static bool join_by(pthread_t t, uint64_t deadline)
 {
     bool done;
 
-    while (!(done = pthread_tryjoin_np(t, NULL) == 0) && mono_ms() < deadline)
+    while (!(done = pthread_tryjoin_np(t, NULL) == 0) && hd_mono_ms() < deadline)
         usleep(10000);
     return done;
 }
@@ -499,7 +492,7 @@ void wk_stop(struct worker *w, unsigned drain_ms)
     if (!w)
         return;
     if (w->thread_started) {
-        uint64_t deadline = mono_ms() + drain_ms;
+        uint64_t deadline = hd_mono_ms() + drain_ms;
 
         pthread_mutex_lock(&w->mu);
         w->stop = true;
@@ -515,7 +508,7 @@ void wk_stop(struct worker *w, unsigned drain_ms)
     if (w->athread_started) {
         /* qemu-ga commands are not drained: a decision nobody will keep is not worth one.  A
          * command running now may wait for libvirt's guest-sync (5 s), then QGA_TIMEOUT_S. */
-        uint64_t deadline = mono_ms() + 5500 + (uint64_t)QGA_TIMEOUT_S * 1000u;
+        uint64_t deadline = hd_mono_ms() + 5500 + (uint64_t)QGA_TIMEOUT_S * 1000u;
 
         pthread_mutex_lock(&w->mu);
         w->astop = true;
