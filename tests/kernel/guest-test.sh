@@ -93,6 +93,19 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
 done
 [ $bad = 0 ]; check spinners_stay_preferred $? "40 samples, $bad outside 0-1"
 
+# and they share the two preferred CPUs: 2 on each, not 3+1 or 4+0
+even=0; seen=
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+	n0=0; n1=0
+	for p in $pids; do
+		case $(cpu_of $p) in 0) n0=$((n0 + 1)) ;; 1) n1=$((n1 + 1)) ;; esac
+	done
+	seen="$seen $n0/$n1"
+	[ $n0 = 2 ] && [ $n1 = 2 ] && even=$((even + 1))
+	sleep 0.3
+done
+[ $even -ge 5 ]; check spinners_spread $? "2/2 on CPUs 0/1 in $even of 10 samples:$seen"
+
 # a few short-lived tasks to exercise wakeup/fork placement
 for _ in 1 2 3 4 5 6 7 8 9 10; do sleep 0.02; done
 
@@ -220,9 +233,72 @@ else
 fi
 wr "0-3"
 
+# --- busy loops started on a 2-CPU preferred set share it -------------------
+wr "0-1"
+pids=
+for _ in 1 2 3 4; do spin; pids="$pids $!"; done
+sleep 3
+even=0; seen=
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+	n0=0; n1=0
+	for p in $pids; do
+		case $(cpu_of $p) in 0) n0=$((n0 + 1)) ;; 1) n1=$((n1 + 1)) ;; esac
+	done
+	seen="$seen $n0/$n1"
+	[ $n0 = 2 ] && [ $n1 = 2 ] && even=$((even + 1))
+	sleep 0.3
+done
+kill $pids; wait 2>/dev/null
+[ $even -ge 5 ]; check spinners_forked_spread $? "started with preferred=0-1: 2/2 on CPUs 0/1 in $even of 10 samples:$seen"
+
+# --- random masks written while CPUs go off and on line ---------------------
+# The hint must never leave a task without a CPU: no BUG() in
+# select_fallback_rq(), no affinity reset ("no longer affine"), every task
+# alive. CPU-bound loops get pushed, short sleepers wake up all the time,
+# CPUs 1 and 2 go off and on line, and the mask is rewritten at random
+# (a fixed-seed generator: every run writes the same sequence).
+wr "0-3"
+pids=
+for _ in 1 2 3 4; do spin; pids="$pids $!"; done
+for _ in 1 2 3; do sh -c 'while :; do usleep 300; done' & pids="$pids $!"; done
+rm -f /tmp/hotplug.stop /tmp/hotplug.n
+(
+	n=0
+	while [ ! -e /tmp/hotplug.stop ]; do
+		for c in 1 2; do
+			echo 0 > /sys/devices/system/cpu/cpu$c/online 2>/dev/null
+			echo 1 > /sys/devices/system/cpu/cpu$c/online 2>/dev/null
+		done
+		n=$((n + 1)); echo $n > /tmp/hotplug.n
+	done
+) &
+hp=$!
+seed=12345; i=0; acc=0; rej=0; t0=$(now_cs)
+while :; do
+	seed=$(( (seed * 1103515245 + 12345) % 2147483648 ))
+	m=$(( (seed >> 16) % 15 + 1 )); l=
+	for c in 0 1 2 3; do
+		[ $(( (m >> c) & 1 )) = 1 ] && l="$l${l:+,}$c"
+	done
+	if echo "$l" > $P 2>/dev/null; then acc=$((acc + 1)); else rej=$((rej + 1)); fi
+	i=$((i + 1))
+	[ $((i % 50)) = 0 ] || continue # the checks below fork: not every round
+	n=$(cat /tmp/hotplug.n 2>/dev/null || echo 0)
+	[ $i -ge 500 ] && [ "$n" -ge 20 ] && break
+	[ $(( $(now_cs) - t0 )) -gt 9000 ] && break
+done
+touch /tmp/hotplug.stop; wait $hp
+n=$(cat /tmp/hotplug.n 2>/dev/null || echo 0)
+for c in 1 2; do echo 1 > /sys/devices/system/cpu/cpu$c/online 2>/dev/null; done
+wr "0-3"; r=$(rd); a=$(alive)
+kill $pids; wait 2>/dev/null
+bad=$(dmesg | grep -E -c 'BUG:|kernel BUG|WARNING:|no longer affine')
+[ $i -ge 500 ] && [ "$n" -ge 20 ] && [ $acc -ge 100 ] && [ "$a" = 7 ] && [ "$r" = 0-3 ] && [ "$bad" = 0 ]
+check hotplug_write_stress $? "$i masks written ($acc accepted, $rej refused) during $n hotplug cycles of cpu1+cpu2 in $(( ($(now_cs) - t0) / 100 )) s: tasks alive=$a/7 preferred=$r, $bad bad dmesg lines"
+
 # --- kernel log --------------------------------------------------------------
-bad=$(dmesg | grep -E -c 'WARNING:|BUG:|Oops|Call Trace')
+bad=$(dmesg | grep -E -c 'WARNING:|BUG:|Oops|Call Trace|no longer affine')
 [ "$bad" = 0 ]; check no_kernel_warnings $? "$bad suspicious dmesg lines"
-[ "$bad" = 0 ] || dmesg | grep -E -A20 'WARNING:|BUG:|Oops' | head -60
+[ "$bad" = 0 ] || dmesg | grep -E -A20 'WARNING:|BUG:|Oops|no longer affine' | head -60
 
 echo "KTEST DONE"
