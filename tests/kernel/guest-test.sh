@@ -32,6 +32,22 @@ cpu_of() { awk '{ print $39 }' /proc/$1/stat; }
 # centiseconds since boot
 now_cs() { awk '{ split($1, t, "."); print t[1] * 100 + t[2] }' /proc/uptime; }
 spin() { sh -c 'while :; do :; done' & }
+# spread_2x2 NAME WHAT: 10 samples 0.3 s apart of where the four loops in
+# $pids run; PASS if 2 run on CPU 0 and 2 on CPU 1 in at least 5 of them
+spread_2x2() {
+	even=0; seen=
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
+		n0=0; n1=0
+		for p in $pids; do
+			case $(cpu_of $p) in 0) n0=$((n0 + 1)) ;; 1) n1=$((n1 + 1)) ;; esac
+		done
+		seen="$seen $n0/$n1"
+		[ $n0 = 2 ] && [ $n1 = 2 ] && even=$((even + 1))
+		sleep 0.3
+	done
+	[ $even -ge 5 ]
+	check "$1" $? "$2: 2/2 on CPUs 0/1 in $even of 10 samples:$seen"
+}
 
 info "kernel $(uname -r)"
 info "online $(cat $ONLINE) isolated $(cat /sys/devices/system/cpu/isolated)"
@@ -94,17 +110,7 @@ done
 [ $bad = 0 ]; check spinners_stay_preferred $? "40 samples, $bad outside 0-1"
 
 # and they share the two preferred CPUs: 2 on each, not 3+1 or 4+0
-even=0; seen=
-for _ in 1 2 3 4 5 6 7 8 9 10; do
-	n0=0; n1=0
-	for p in $pids; do
-		case $(cpu_of $p) in 0) n0=$((n0 + 1)) ;; 1) n1=$((n1 + 1)) ;; esac
-	done
-	seen="$seen $n0/$n1"
-	[ $n0 = 2 ] && [ $n1 = 2 ] && even=$((even + 1))
-	sleep 0.3
-done
-[ $even -ge 5 ]; check spinners_spread $? "2/2 on CPUs 0/1 in $even of 10 samples:$seen"
+spread_2x2 spinners_spread "pushed onto 0-1"
 
 # a few short-lived tasks to exercise wakeup/fork placement
 for _ in 1 2 3 4 5 6 7 8 9 10; do sleep 0.02; done
@@ -163,6 +169,12 @@ echo 0 > /sys/devices/system/cpu/cpu1/online; r=$(rd); o=$(cat $ONLINE)
 [ "$r0" = 1 ] && [ "$r" = "$o" ]; check hotplug_last_preferred_falls_back $? "preferred=1, offline cpu1: preferred=$r online=$o"
 echo 1 > /sys/devices/system/cpu/cpu1/online; r=$(rd)
 [ "$r" = 1 ]; check hotplug_online_restores $? "online cpu1: preferred=$r (the request again)"
+# writing every active CPU withdraws the request: a CPU that comes up joins
+# (what guestd --restore writes on stop)
+echo 0 > /sys/devices/system/cpu/cpu2/online
+wr "$(cat $ONLINE)"; s=$?
+echo 1 > /sys/devices/system/cpu/cpu2/online; r=$(rd)
+[ $s = 0 ] && [ "$r" = 0-3 ]; check hotplug_all_written_follows $? "every active CPU written while cpu2 was offline, cpu2 online: preferred=$r"
 wr "0-3"
 
 # --- steal governor ---------------------------------------------------------
@@ -243,18 +255,8 @@ wr "0-1"
 pids=
 for _ in 1 2 3 4; do spin; pids="$pids $!"; done
 sleep 3
-even=0; seen=
-for _ in 1 2 3 4 5 6 7 8 9 10; do
-	n0=0; n1=0
-	for p in $pids; do
-		case $(cpu_of $p) in 0) n0=$((n0 + 1)) ;; 1) n1=$((n1 + 1)) ;; esac
-	done
-	seen="$seen $n0/$n1"
-	[ $n0 = 2 ] && [ $n1 = 2 ] && even=$((even + 1))
-	sleep 0.3
-done
+spread_2x2 spinners_forked_spread "started with preferred=0-1"
 kill $pids; wait 2>/dev/null
-[ $even -ge 5 ]; check spinners_forked_spread $? "started with preferred=0-1: 2/2 on CPUs 0/1 in $even of 10 samples:$seen"
 
 # --- random masks written while CPUs go off and on line ---------------------
 # The hint must never leave a task without a CPU: no BUG() in
