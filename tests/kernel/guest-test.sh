@@ -32,6 +32,8 @@ cpu_of() { awk '{ print $39 }' /proc/$1/stat; }
 # centiseconds since boot
 now_cs() { awk '{ split($1, t, "."); print t[1] * 100 + t[2] }' /proc/uptime; }
 spin() { sh -c 'while :; do :; done' & }
+# what the kernel log must never hold
+BAD_DMESG='WARNING:|BUG:|kernel BUG|Oops|Call Trace|no longer affine'
 # spread_2x2 NAME WHAT: 10 samples 0.3 s apart of where the four loops in
 # $pids run; PASS if 2 run on CPU 0 and 2 on CPU 1 in at least 5 of them
 spread_2x2() {
@@ -299,13 +301,13 @@ n=$(cat /tmp/hotplug.n 2>/dev/null || echo 0)
 for c in 1 2; do echo 1 > /sys/devices/system/cpu/cpu$c/online 2>/dev/null; done
 wr "0-3"; r=$(rd); a=$(alive)
 kill $pids; wait 2>/dev/null
-bad=$(dmesg | grep -E -c 'BUG:|kernel BUG|WARNING:|no longer affine')
+bad=$(dmesg | grep -E -c "$BAD_DMESG")
 [ $i -ge 500 ] && [ "$n" -ge 20 ] && [ $acc -ge 100 ] && [ "$a" = 7 ] && [ "$r" = 0-3 ] && [ "$bad" = 0 ]
 check hotplug_write_stress $? "$i masks written ($acc accepted, $rej refused) during $n hotplug cycles of cpu1+cpu2 in $(( ($(now_cs) - t0) / 100 )) s: tasks alive=$a/7 preferred=$r, $bad bad dmesg lines"
 
 # --- kernel log --------------------------------------------------------------
-bad=$(dmesg | grep -E -c 'WARNING:|BUG:|Oops|Call Trace|no longer affine')
+bad=$(dmesg | grep -E -c "$BAD_DMESG")
 [ "$bad" = 0 ]; check no_kernel_warnings $? "$bad suspicious dmesg lines"
-[ "$bad" = 0 ] || dmesg | grep -E -A20 'WARNING:|BUG:|Oops|no longer affine' | head -60
+[ "$bad" = 0 ] || dmesg | grep -E -A20 "$BAD_DMESG" | head -60
 
 echo "KTEST DONE"

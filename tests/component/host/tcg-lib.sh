@@ -219,6 +219,17 @@ tcg_wait_console() { # regex seconds
     guests_wait_line "$TCG_DIR/console.log" "$1" "$2" >/dev/null
 }
 
+# The administrator's own CPU quota on the guest (1.5 CPUs), which a hostd cap saves in the
+# domain's metadata (under TCG_CAP_URI) and must give back.
+TCG_CAP_URI=http://corehint.org/xmlns/hostd-cap/1
+tcg_set_admin_quota() {
+    virsh -q -c qemu:///system schedinfo --live "$TCG_NAME" --set global_period=100000 \
+        --set global_quota=150000 >/dev/null || tcg_fail "cannot set the administrator's quota"
+}
+tcg_quota_now() { virsh -q -c qemu:///system schedinfo --live "$TCG_NAME" | awk '/global_quota/ {print $3}'; }
+# the cap record hostd keeps in the live metadata (fails when there is none)
+tcg_cap_record() { virsh -q -c qemu:///system metadata "$TCG_NAME" "$TCG_CAP_URI" --live; }
+
 # Pin both vCPUs to host CPU 0 once the guest is up: booting pinned is slow on a loaded host.
 tcg_pin_both_to_cpu0() {
     local v
