@@ -76,6 +76,31 @@ wr "1,0"; s=$?; r=$(rd)
 wr "0-3"; s=$?; r=$(rd)
 [ $s = 0 ] && [ "$r" = 0-3 ]; check write_all $? "wrote 0-3 read $r"
 
+# --- pollers are told of every change (POLLPRI|POLLERR, as sysfs_notify) -----
+# poll_start TIMEOUT_MS: a waiter on $P in the background, returning once it polls
+poll_start() {
+	rm -f /tmp/poll.out
+	sysfs-poll $P "$1" > /tmp/poll.out 2>&1 &
+	pw=$!
+	i=0
+	until grep -q '^ready' /tmp/poll.out 2>/dev/null || [ $i -ge 100 ]; do
+		sleep 0.02; i=$((i + 1))
+	done
+	sleep 0.2 # from its "ready" line into poll()
+}
+# poll_end: wait for the waiter (not in a subshell: only this shell can), its last
+# line in $r: "changed LIST", "timeout LIST" or an error
+poll_end() { wait $pw; r=$(tail -n 1 /tmp/poll.out); }
+
+poll_start 1000; poll_end
+[ "$r" = "timeout 0-3" ]; check preferred_poll_quiet $? "nothing changed for 1 s: $r"
+poll_start 5000; wr "0-1"; poll_end
+[ "$r" = "changed 0-1" ]; check preferred_poll_write $? "wrote 0-1: $r"
+poll_start 5000; echo 0 > /sys/devices/system/cpu/cpu1/online; poll_end
+echo 1 > /sys/devices/system/cpu/cpu1/online; r2=$(rd)
+[ "$r" = "changed 0" ]; check preferred_poll_hotplug $? "cpu1 offline while 0-1 preferred: $r (online again: $r2)"
+wr "0-3"
+
 # --- busy loops fold onto the preferred CPUs --------------------------------
 # Start them with CPU 2 as the only preferred CPU, so that all four are
 # on CPU 2 and each one has to be pushed off when the set moves to 0-1.
@@ -114,6 +139,13 @@ done
 # and they share the two preferred CPUs: 2 on each, not 3+1 or 4+0
 spread_2x2 spinners_spread "pushed onto 0-1"
 
+# settled: nothing runs on a non-preferred CPU, so the tick has nothing to push
+p_s=$(stat_get pushes); t_s=$(now_cs)
+sleep 3
+p_e=$(stat_get pushes); t_e=$(now_cs)
+[ $((p_e - p_s)) -le 3 ]
+check pushes_bounded_at_steady_state $? "$((p_e - p_s)) pushes in $(( (t_e - t_s) * 10 )) ms with the 4 loops settled on 0-1 (at most 3)"
+
 # a few short-lived tasks to exercise wakeup/fork placement
 for _ in 1 2 3 4 5 6 7 8 9 10; do sleep 0.02; done
 
@@ -129,6 +161,28 @@ done
 aff=$(taskset -p $pin | awk '{ print $NF }')
 [ $bad = 0 ] && [ "$aff" = 4 ]; check pinned_task_stays $? "cpu=$(cpu_of $pin) mask=$aff misses=$bad"
 kill $pin
+
+# --- a real-time task on a non-preferred CPU is left alone -------------------
+# Started on CPU 2, then allowed CPUs 0-2: the hint is for fair tasks only, so
+# neither the tick push nor a wakeup moves it to the preferred CPUs 0-1.
+p_s=$(stat_get pushes)
+taskset -c 2 chrt -f 10 sh -c 'while :; do :; done' &
+rt=$!
+sleep 0.5
+taskset -p -c 0-2 $rt >/dev/null
+sleep 1
+bad=0; seen=
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+	c=$(cpu_of $rt); seen="$seen$c"
+	[ "$c" = 2 ] || bad=$((bad + 1))
+	sleep 0.1
+done
+pol=$(awk '{ print $41 }' /proc/$rt/stat)
+aff=$(taskset -p $rt | awk '{ print $NF }')
+p_e=$(stat_get pushes)
+kill $rt
+[ "$pol" = 1 ] && [ "$aff" = 7 ] && [ $bad = 0 ]
+check rt_task_left_alone $? "SCHED_FIFO loop allowed 0-2 (mask $aff, policy $pol): CPUs $seen, $bad samples off CPU 2, pushes +$((p_e - p_s))"
 
 p1=$(stat_get pushes); w1=$(stat_get wakeup_redirects); k1=$(stat_get balance_skips)
 kill $pids; wait 2>/dev/null
@@ -211,6 +265,51 @@ rmmod steal_governor; s=$?; r=$(rd); o=$(cat $ONLINE)
 wr "0-1"; s=$?; r=$(rd)
 [ $s = 0 ] && [ "$r" = 0-1 ]; check userspace_owns_after_unload $? "status=$s preferred=$r"
 wr "0-3"
+
+# --- the governor under injected steal -------------------------------------
+# TCG has no steal clock; the test kernel's debugfs steal injection
+# (CONFIG_SCHED_STEAL_INJECT) accounts written steal at its CPU's next ticks,
+# so sg_update() and sg_apply() act as they would under real steal.
+SI=/sys/kernel/debug/sched/steal_inject
+cpu_steal() { awk -v c="cpu$1" '$1 == c { print $9 }' /proc/stat; }
+# si_wr LINE: write LINE to the injection file; the write's status
+si_wr() { { echo "$1" > $SI; } 2>/dev/null; }
+# watch_masks SECONDS: the distinct masks seen, sampled every 0.1 s
+watch_masks() {
+	seen=$(rd); last=$seen; end=$(( $(now_cs) + $1 * 100 ))
+	while [ "$(now_cs)" -lt $end ]; do
+		r=$(rd)
+		[ "$r" != "$last" ] && seen="$seen $r" && last=$r
+		sleep 0.1
+	done
+	echo "$seen"
+}
+s0=$(cpu_steal 2)
+si_wr "2 300000000"; s=$?
+sleep 0.5
+s1=$(cpu_steal 2); s3=$(cpu_steal 3)
+# 300 ms is 30 USER_HZ ticks of steal on CPU 2 and none on CPU 3
+[ $s = 0 ] && [ $((s1 - s0)) -ge 29 ] && [ $((s1 - s0)) -le 31 ] && [ "$s3" = 0 ]
+check steal_inject_accounted $? "write status=$s: cpu2 steal $s0 -> $s1, cpu3 steal $s3 (USER_HZ ticks)"
+si_wr "0-3"; s1=$?
+si_wr "9 1000"; s2=$?
+[ -w $SI ] && [ $s1 != 0 ] && [ $s2 != 0 ]; check steal_inject_refuses_bad_input $? "no amount: status=$s1, absent cpu 9: status=$s2"
+
+# 40 % steal on every CPU, then none: one core less per 500 ms interval down
+# to the anchor CPU, then one more per interval back to every CPU.
+insmod $MOD interval_ms=500
+poll_start 5000
+( while echo "0-3 40000000" > $SI; do sleep 0.1; done ) &
+inj=$!
+shrink=$(watch_masks 4)
+poll_end
+kill $inj; wait $inj 2>/dev/null
+grow=$(watch_masks 4)
+rmmod steal_governor
+[ "$shrink" = "0-3 0-2 0-1 0" ]; check governor_steal_shrinks_one_core_per_interval $? "40% steal, 500 ms interval: $shrink"
+[ "$grow" = "0 0-1 0-2 0-3" ]; check governor_steal_gone_grows_one_core_per_interval $? "no steal: $grow"
+case $r in "changed 0-2"|"changed 0-1"|"changed 0") e=0 ;; *) e=1 ;; esac
+check preferred_poll_governor $e "a poller while the governor shrank the mask: $r"
 
 # --- hotplug while CPU-bound tasks run and get pushed -----------------------
 cycle() { # CPU...: offline then online each, with the spinners running
