@@ -164,8 +164,7 @@ kill $pin
 
 # --- a real-time task on a non-preferred CPU is left alone -------------------
 # Started on CPU 2, then allowed CPUs 0-2: the hint is for fair tasks only, so
-# neither the tick push nor a wakeup moves it to the preferred CPUs 0-1.
-p_s=$(stat_get pushes)
+# the tick push leaves it on CPU 2 (a busy loop never sleeps: no wakeup to steer).
 taskset -c 2 chrt -f 10 sh -c 'while :; do :; done' &
 rt=$!
 sleep 0.5
@@ -179,10 +178,9 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
 done
 pol=$(awk '{ print $41 }' /proc/$rt/stat)
 aff=$(taskset -p $rt | awk '{ print $NF }')
-p_e=$(stat_get pushes)
 kill $rt
 [ "$pol" = 1 ] && [ "$aff" = 7 ] && [ $bad = 0 ]
-check rt_task_left_alone $? "SCHED_FIFO loop allowed 0-2 (mask $aff, policy $pol): CPUs $seen, $bad samples off CPU 2, pushes +$((p_e - p_s))"
+check rt_task_left_alone $? "SCHED_FIFO loop allowed 0-2 (mask $aff, policy $pol): CPUs $seen, $bad samples off CPU 2"
 
 p1=$(stat_get pushes); w1=$(stat_get wakeup_redirects); k1=$(stat_get balance_skips)
 kill $pids; wait 2>/dev/null
@@ -274,15 +272,27 @@ SI=/sys/kernel/debug/sched/steal_inject
 cpu_steal() { awk -v c="cpu$1" '$1 == c { print $9 }' /proc/stat; }
 # si_wr LINE: write LINE to the injection file; the write's status
 si_wr() { { echo "$1" > $SI; } 2>/dev/null; }
-# watch_masks SECONDS: the distinct masks seen, sampled every 0.1 s
+# watch_masks FROM SECONDS: FROM (the mask before the watch), then each new mask
+# seen in SECONDS as MASK@CS, CS its first sighting in centiseconds since boot.
+# Sampled every 0.05 s without forking (read builtins), so a sighting lags its
+# change by little more than that.
 watch_masks() {
-	seen=$(rd); last=$seen; end=$(( $(now_cs) + $1 * 100 ))
-	while [ "$(now_cs)" -lt $end ]; do
-		r=$(rd)
-		[ "$r" != "$last" ] && seen="$seen $r" && last=$r
-		sleep 0.1
+	last=$1; seen=$1
+	read -r up _ < /proc/uptime; end=$(( ${up%.*}${up#*.} + $2 * 100 ))
+	while :; do
+		read -r up _ < /proc/uptime; t=${up%.*}${up#*.}
+		[ "$t" -lt $end ] || break
+		read -r r < $P
+		[ "$r" != "$last" ] && seen="$seen $r@$t" && last=$r
+		sleep 0.05
 	done
 	echo "$seen"
+}
+masks_of() { echo "$1" | sed 's/@[0-9]*//g'; }
+# min_gap LIST: the shortest time between two sightings in LIST, in centiseconds
+min_gap() {
+	echo "$1" | tr ' ' '\n' | awk -F@ 'NF == 2 { if (p != "") { g = $2 - p; if (m == "" || g < m) m = g } p = $2 }
+		END { print (m == "" ? 0 : m) }'
 }
 s0=$(cpu_steal 2)
 si_wr "2 300000000"; s=$?
@@ -297,17 +307,23 @@ si_wr "9 1000"; s2=$?
 
 # 40 % steal on every CPU, then none: one core less per 500 ms interval down
 # to the anchor CPU, then one more per interval back to every CPU.
-insmod $MOD interval_ms=500
+# Each step comes an interval after the one before: seen at least 600 ms apart
+# with a 1 s interval (room for sightings late by up to 0.4 s, while two steps
+# in one interval would be 500 ms apart at most), all three within 5 s.
+insmod $MOD interval_ms=1000
+m0=$(rd)
 poll_start 5000
 ( while echo "0-3 40000000" > $SI; do sleep 0.1; done ) &
 inj=$!
-shrink=$(watch_masks 4)
+shrink=$(watch_masks "$m0" 5)
 poll_end
 kill $inj; wait $inj 2>/dev/null
-grow=$(watch_masks 4)
+grow=$(watch_masks "$(rd)" 5)
 rmmod steal_governor
-[ "$shrink" = "0-3 0-2 0-1 0" ]; check governor_steal_shrinks_one_core_per_interval $? "40% steal, 500 ms interval: $shrink"
-[ "$grow" = "0 0-1 0-2 0-3" ]; check governor_steal_gone_grows_one_core_per_interval $? "no steal: $grow"
+[ "$(masks_of "$shrink")" = "0-3 0-2 0-1 0" ] && [ "$(min_gap "$shrink")" -ge 60 ]
+check governor_steal_shrinks_one_core_per_interval $? "40% steal, 1 s interval: $shrink (mask@cs), closest steps $(min_gap "$shrink") cs apart"
+[ "$(masks_of "$grow")" = "0 0-1 0-2 0-3" ] && [ "$(min_gap "$grow")" -ge 60 ]
+check governor_steal_gone_grows_one_core_per_interval $? "no steal: $grow (mask@cs), closest steps $(min_gap "$grow") cs apart"
 case $r in "changed 0-2"|"changed 0-1"|"changed 0") e=0 ;; *) e=1 ;; esac
 check preferred_poll_governor $e "a poller while the governor shrank the mask: $r"
 
