@@ -305,8 +305,8 @@ si_wr "0-3"; s1=$?
 si_wr "9 1000"; s2=$?
 [ -w $SI ] && [ $s1 != 0 ] && [ $s2 != 0 ]; check steal_inject_refuses_bad_input $? "no amount: status=$s1, absent cpu 9: status=$s2"
 
-# 40 % steal on every CPU, then none: one core less per 500 ms interval down
-# to the anchor CPU, then one more per interval back to every CPU.
+# 40 % steal on every CPU, then none: one core less per interval down to the
+# anchor CPU, then one more per interval back to every CPU.
 # Each step comes an interval after the one before: seen at least 600 ms apart
 # with a 1 s interval (room for sightings late by up to 0.4 s, while two steps
 # in one interval would be 500 ms apart at most), all three within 5 s.
