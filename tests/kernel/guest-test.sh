@@ -2,6 +2,8 @@
 # In-guest checks of the preferred CPU series. Runs as /ktest.sh under the
 # test /init, in a qemu guest with 4 vCPUs booted with isolcpus=3, so CPU 3
 # is active but not a housekeeping CPU, and user tasks are not affine to it.
+# Booted with ktest=smt (2 cores of 2 threads, no isolcpus=) it runs the SMT
+# checks only.
 #
 # Prints one line per check:  CHECK <name> PASS|FAIL <detail>
 # and "KTEST DONE" at the end. The host runner knows the list of names and
@@ -34,22 +36,54 @@ now_cs() { awk '{ split($1, t, "."); print t[1] * 100 + t[2] }' /proc/uptime; }
 spin() { sh -c 'while :; do :; done' & }
 # what the kernel log must never hold
 BAD_DMESG='WARNING:|BUG:|kernel BUG|Oops|Call Trace|no longer affine'
-# spread_2x2 NAME WHAT: 10 samples 0.3 s apart of where the four loops in
-# $pids run; PASS if 2 run on CPU 0 and 2 on CPU 1 in at least 5 of them
-spread_2x2() {
+# split NAME WHAT A B N: 10 samples 0.3 s apart of where the loops in $pids
+# run; PASS if N run on CPU A and N on CPU B in at least 5 of them
+split() {
 	even=0; seen=
 	for _ in 1 2 3 4 5 6 7 8 9 10; do
-		n0=0; n1=0
+		na=0; nb=0
 		for p in $pids; do
-			case $(cpu_of $p) in 0) n0=$((n0 + 1)) ;; 1) n1=$((n1 + 1)) ;; esac
+			c=$(cpu_of $p)
+			[ "$c" = "$3" ] && na=$((na + 1))
+			[ "$c" = "$4" ] && nb=$((nb + 1))
 		done
-		seen="$seen $n0/$n1"
-		[ $n0 = 2 ] && [ $n1 = 2 ] && even=$((even + 1))
+		seen="$seen $na/$nb"
+		[ $na = "$5" ] && [ $nb = "$5" ] && even=$((even + 1))
 		sleep 0.3
 	done
 	[ $even -ge 5 ]
-	check "$1" $? "$2: 2/2 on CPUs 0/1 in $even of 10 samples:$seen"
+	check "$1" $? "$2: $5/$5 on CPUs $3/$4 in $even of 10 samples:$seen"
 }
+# spread_2x2 NAME WHAT: the four loops in $pids run 2 on CPU 0 and 2 on CPU 1
+spread_2x2() { split "$1" "$2" 0 1 2; }
+# spin_on CPU: a busy loop started on CPU only, its pid in $!
+spin_on() { taskset -c "$1" sh -c 'while :; do :; done' & }
+
+# --- SMT boot (the runner's second boot: ktest=smt, 2 cores x 2 threads) ---
+if grep -q 'ktest=smt' /proc/cmdline; then
+	info "kernel $(uname -r)"
+	t1=$(cat /sys/devices/system/cpu/cpu1/topology/thread_siblings_list)
+	t3=$(cat /sys/devices/system/cpu/cpu3/topology/thread_siblings_list)
+	[ "$t1" = 0-1 ] && [ "$t3" = 2-3 ]
+	check smt_topology $? "thread siblings: cpu1 $t1, cpu3 $t3"
+	# One thread of each core preferred, both busy: 3 loops on CPU 1 and 1
+	# on CPU 3, then all allowed every CPU. Only core-level balancing can
+	# even them out, and only a preferred CPU may run it for the core of
+	# CPUs 2-3: its first CPU, 2, is not preferred.
+	wr "1,3"
+	pids=
+	for c in 1 1 1 3; do spin_on $c; pids="$pids $!"; done
+	sleep 0.5
+	for p in $pids; do taskset -p f $p >/dev/null; done
+	sleep 3
+	split smt_busy_preferred_threads_balance "preferred=1,3, 3+1 loops started on CPUs 1/3" 1 3 2
+	kill $pids; wait 2>/dev/null
+	wr "0-3"
+	bad=$(dmesg | grep -E -c "$BAD_DMESG")
+	[ "$bad" = 0 ]; check smt_no_kernel_warnings $? "$bad suspicious dmesg lines"
+	echo "KTEST DONE"
+	exit 0
+fi
 
 info "kernel $(uname -r)"
 info "online $(cat $ONLINE) isolated $(cat /sys/devices/system/cpu/isolated)"
@@ -184,6 +218,47 @@ check rt_task_left_alone $? "SCHED_FIFO loop allowed 0-2 (mask $aff, policy $pol
 
 p1=$(stat_get pushes); w1=$(stat_get wakeup_redirects); k1=$(stat_get balance_skips)
 kill $pids; wait 2>/dev/null
+
+# --- tasks that may not use a preferred CPU are still balanced --------------
+# Two loops allowed CPUs 1-2 only, both started on CPU 1, preferred=0: the
+# hint cannot apply to them, so balancing must split them over 1 and 2.
+wr "0"
+pids=
+for _ in 1 2; do spin_on 1; pids="$pids $!"; done
+sleep 0.5
+for p in $pids; do taskset -p -c 1,2 $p >/dev/null; done
+sleep 2
+split confined_nonpreferred_balance "preferred=0, 2 loops allowed 1-2" 1 2 1
+kill $pids; wait 2>/dev/null
+
+# The same in a cpuset partition of CPUs 1-2 (a root domain of its own
+# without a preferred CPU).
+CG=/sys/fs/cgroup
+mkdir -p $CG
+mount -t cgroup2 none $CG 2>/dev/null
+part=
+if echo +cpuset > $CG/cgroup.subtree_control && mkdir $CG/part &&
+	echo 1-2 > $CG/part/cpuset.cpus && echo root > $CG/part/cpuset.cpus.partition; then
+	part=$(cat $CG/part/cpuset.cpus.partition)
+fi
+if [ "$part" = root ]; then
+	pids=
+	for _ in 1 2; do
+		# CPU 1 is outside the root cpuset now: in first, then onto CPU 1
+		spin; p=$!; pids="$pids $p"
+		echo $p > $CG/part/cgroup.procs; taskset -p -c 1 $p >/dev/null
+	done
+	sleep 0.5
+	for p in $pids; do taskset -p -c 1,2 $p >/dev/null; done
+	sleep 2
+	split cpuset_partition_nonpreferred_balance "preferred=0, 2 loops in a partition of 1-2" 1 2 1
+	kill $pids; wait 2>/dev/null
+	echo member > $CG/part/cpuset.cpus.partition
+	rmdir $CG/part
+else
+	fail cpuset_partition_nonpreferred_balance "could not make a cpuset partition of CPUs 1-2: '$part'"
+fi
+wr "0-3"
 info "preferred_stats: $(tr '\n' ' ' < $STATS)"
 [ $((p1 - p0)) -ge 4 ]; check stats_pushes $? "pushes +$((p1 - p0)) (4 spinners left CPU 2)"
 [ $((w1 - w0)) -gt 0 ]; check stats_wakeup_redirects $? "wakeup_redirects +$((w1 - w0))"
