@@ -81,6 +81,8 @@ e2e_begin() {
         [ -x "$b" ] || { echo "e2e: $b missing; build first" >&2; exit 1; }
     done
     command -v virsh >/dev/null || { echo "e2e: virsh missing (scripts/deps test)" >&2; exit 1; }
+    [ -r /usr/share/qemu/qboot.rom ] ||
+        { echo "e2e: /usr/share/qemu/qboot.rom missing (scripts/deps test)" >&2; exit 1; }
     mkdir -p /var/lib/corehint-test/run
     chmod 755 /var/lib/corehint-test /var/lib/corehint-test/run
     E2E_DIR=$(mktemp -d "/var/lib/corehint-test/run/$E2E_NAME.XXXXXX")
