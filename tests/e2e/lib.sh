@@ -65,6 +65,19 @@ e2e_cleanup() {
     done
     guests_remove_all && owned_end
     libvirt_env_down
+    # Nothing this test started may outlive it: a process still naming the test's own run
+    # directory (a socket, a log) is one of ours that the cleanup above missed.  It is
+    # stopped, and the test fails (a wrapper's pid in E2E_PIDS once hid a fake host this way).
+    if [ -n "$E2E_DIR" ] && [ -z "${COREHINT_E2E_KEEP:-}" ]; then
+        local left
+        left=$(ps -eo pid=,args= | D=$E2E_DIR awk 'index($0, ENVIRON["D"]) {print}')
+        if [ -n "$left" ]; then
+            echo "e2e: FAIL: left running after the cleanup (now stopped):" >&2
+            echo "$left" >&2
+            for p in $(awk '{print $1}' <<<"$left"); do kill "$p" 2>/dev/null; done
+            [ $rc -ne 0 ] || rc=1
+        fi
+    fi
     if [ $rc -eq 0 ] && [ -n "$E2E_DIR" ] && [ -z "${COREHINT_E2E_KEEP:-}" ]; then
         rm -rf "$E2E_DIR"
     elif [ -n "$E2E_DIR" ]; then

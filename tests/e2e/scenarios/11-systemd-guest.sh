@@ -69,8 +69,11 @@ e2e_until 60 sh -c "[ \"\$($E2E_SRC/tests/e2e/qga-run $E2E_URI $name 'systemctl 
     e2e_fail "the unit did not start when the port appeared: $(run 'systemctl status corehint-guestd.service --no-pager 2>&1 | tail -5')"
 e2e_log "ok: port hot-plugged, unit active $(( ($(date +%s%N) - t0) / 1000000 )) ms later"
 
-# This script is the host: hello, then a hint for vCPU 0 only, renewed every second.
-python3 "$E2E_SRC/tests/e2e/fakehost" "$sock" "0" >"$E2E_DIR/fakehost.log" 2>&1 &
+# This script is the host: hello, then a hint for vCPU 0 only, renewed every second.  Started
+# as the interpreter itself: where python3 is a wrapper script (a pyenv shim forks the real
+# interpreter) $! was the wrapper, and stopping it left the fake host running.
+py=$(python3 -c 'import sys; print(sys.executable)') && [ -x "$py" ] || e2e_fail "no python3 interpreter"
+"$py" "$E2E_SRC/tests/e2e/fakehost" "$sock" "0" >"$E2E_DIR/fakehost.log" 2>&1 &
 fake=$!
 E2E_PIDS+=("$fake")
 owned_pid "$fake"
