@@ -38,6 +38,8 @@ fi
 . "$E2E_SRC/tests/lib/guests"
 # shellcheck source=../lib/owned
 . "$E2E_SRC/tests/lib/owned"
+# shellcheck source=../lib/guest-firmware
+. "$E2E_SRC/tests/lib/guest-firmware"
 
 e2e_log() { echo "[e2e $E2E_NAME +$((SECONDS - E2E_T0))s] $*" >&2; }
 
@@ -94,8 +96,7 @@ e2e_begin() {
         [ -x "$b" ] || { echo "e2e: $b missing; build first" >&2; exit 1; }
     done
     command -v virsh >/dev/null || { echo "e2e: virsh missing (scripts/deps test)" >&2; exit 1; }
-    [ -r /usr/share/qemu/qboot.rom ] ||
-        { echo "e2e: /usr/share/qemu/qboot.rom missing (scripts/deps test)" >&2; exit 1; }
+    guest_firmware_check || exit 1
     mkdir -p /var/lib/corehint-test/run
     chmod 755 /var/lib/corehint-test /var/lib/corehint-test/run
     E2E_DIR=$(mktemp -d "/var/lib/corehint-test/run/$E2E_NAME.XXXXXX")
