@@ -1,0 +1,101 @@
+#!/usr/bin/python3
+"""Unit test of the benchmark report's statistics (benchstats.py, guests-report) on synthetic
+sample files: one sample per run, bootstrap intervals, timeouts as bounds, reproducibility."""
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+import benchstats  # noqa: E402
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+# --- benchstats alone ---------------------------------------------------------------------
+med, lo, hi = benchstats.median_ci([1.0, 2.0, 3.0], "t")
+check(med == 2.0 and lo == 1.0 and hi == 3.0, f"median_ci of 1,2,3 is 2 [1, 3], got {med} [{lo}, {hi}]")
+med, lo, hi = benchstats.median_ci([5.0] * 10, "t")
+check(med == lo == hi == 5.0, "constant samples: a zero-width interval")
+p, lo, hi = benchstats.ratio_ci([3.0] * 10, [6.0] * 10, "t")
+check(p == lo == hi == 0.5, f"constant ratio 0.5, got {p} [{lo}, {hi}]")
+check(benchstats.median_ci([1.0, 9.0, 4.0, 7.0], "a") == benchstats.median_ci([1.0, 9.0, 4.0, 7.0], "a"),
+      "same tag, same interval")
+r = benchstats.runs([("s", "m", "1", "g1", "4"), ("s", "m", "1", "g2", "timeout"),
+                     ("s", "m", "2", "g1", "3"), ("s", "m", "2", "g2", "5"),
+                     ("s", "m", "10", "g1", "1"), ("s", "m", "10", "g2", "1")], 60)
+check([(rep, x, b) for rep, x, b, _ in r["s"]["m"]] == [("1", 32.0, True), ("2", 4.0, False), ("10", 1.0, False)],
+      f"runs: mean per run, timeout as the bound, reps in numeric order; got {r['s']['m']}")
+
+# --- guests-report on synthetic files ---------------------------------------------------
+rng = random.Random(7)
+reps = 10
+modes = {"none": (10.0, 1.0), "steal-governor": (10.0, 1.0), "corehint": (6.0, 0.5)}
+with tempfile.TemporaryDirectory() as d:
+    with open(os.path.join(d, "guests-samples.txt"), "w") as f:
+        for rep in range(1, reps + 1):
+            for mode, (mu, sd) in modes.items():
+                # a run's guests share its conditions: a per-run offset plus per-guest noise
+                run = rng.gauss(mu, sd)
+                for g in ("a", "b"):
+                    print("2x2-pinned", mode, rep, f"2x2-{g}", f"{run + rng.gauss(0, 0.2):.3f}", file=f)
+                # the same distribution in every mode: the interval must contain 1
+                run = rng.gauss(8.0, 1.0)
+                for g in ("a", "b"):
+                    print("same-floating", mode, rep, f"same-{g}", f"{run + rng.gauss(0, 0.2):.3f}", file=f)
+                # timeouts in "none" for six runs of ten (one guest of two each)
+                for g in ("a", "b"):
+                    secs = "timeout" if mode == "none" and rep <= 6 and g == "a" else f"{rng.gauss(20, 1):.3f}"
+                    print("slow-pinned", mode, rep, f"slow-{g}", secs, file=f)
+    for name in ("guests-converge.txt", "guests-host-wait.txt", "guests-steal.txt", "guests-step.txt"):
+        open(os.path.join(d, name), "w").close()
+
+    def report():
+        p = subprocess.run([sys.executable, os.path.join(here, "guests-report"), d, "30"],
+                           capture_output=True, text=True)
+        check(p.returncode == 0, f"guests-report exit {p.returncode}: {p.stderr}")
+        return p.stdout, open(os.path.join(d, "guests.json")).read()
+
+    md, js = report()
+    doc = json.loads(js)
+    sc = doc["scenarios"]
+    for name in ("2x2-pinned", "same-floating", "slow-pinned"):
+        for mode in modes:
+            e = sc[name]["modes"][mode]
+            check(e["runs"] == reps, f"{name}/{mode}: {reps} runs (one sample per run), got {e['runs']}")
+            check(len(e["run_samples"]) == reps and all(len(r["guests_s"]) == 2 for r in e["run_samples"]),
+                  f"{name}/{mode}: raw per-guest samples kept")
+            lo, hi = e["median_ci95_s"]
+            check(lo <= e["median_s"] <= hi and lo < hi, f"{name}/{mode}: {lo} <= median {e['median_s']} <= {hi}")
+    first = sc["2x2-pinned"]["modes"]["none"]["run_samples"][0]
+    check(abs(first["s"] - sum(first["guests_s"]) / 2) < 1e-9, "a run's sample is its guests' mean")
+    lo, hi = sc["2x2-pinned"]["corehint_over_none_ci95"]
+    check(hi < 1.0 and lo <= sc["2x2-pinned"]["corehint_over_none"] <= hi,
+          f"2x2: corehint clearly faster, interval below 1: [{lo}, {hi}]")
+    lo, hi = sc["same-floating"]["corehint_over_none_ci95"]
+    check(lo < 1.0 < hi, f"same distribution: interval contains 1: [{lo}, {hi}]")
+    slow = sc["slow-pinned"]
+    check(slow["modes"]["none"]["runs_with_timeout"] == 6 and slow["modes"]["none"]["median_is_lower_bound"],
+          "six runs of ten with a timeout: the median is a lower bound")
+    check(slow["corehint_over_none_is_upper_bound"] and not slow["corehint_over_steal_governor_is_upper_bound"],
+          "a ratio over a bounded median is an upper bound, the others are not")
+    check("| slow-pinned | none | 10 | 6 | >=" in md, "the table marks the bounded median")
+    check("corehint/none <=" in md, "the ratio line marks the bound")
+    runs_txt = open(os.path.join(d, "guests-runs.txt")).read().split("\n")
+    check(sum(1 for l in runs_txt if l.startswith("2x2-pinned corehint ")) == reps, "guests-runs.txt: a row per run")
+    md2, js2 = report()
+    check(md == md2 and js == js2, "the report is reproducible from its samples")
+
+if failures:
+    print(f"{len(failures)} check(s) failed")
+    sys.exit(1)
+print("ok")
