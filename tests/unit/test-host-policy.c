@@ -560,6 +560,34 @@ TEST(censored_demand_does_not_flap)
     bed_free(&b);
 }
 
+/*
+ * A contention step (the cover letter's hackbench shape): one VM busy alone keeps every vCPU,
+ * the seven others, idle until now and shrunk to one vCPU, become busy at once.  Their
+ * measured demand is censored at one vCPU each, the incumbent's is not: the others must still
+ * reach their fair share (16 pCPUs x 0.9 / 8 = 1.8 -> 2 vCPUs each) within one interval and the
+ * incumbent give up what it held beyond its own, not keep 8 of 16 while the others stay at 1.
+ */
+TEST(contention_step_incumbent_keeps_no_more_than_its_share)
+{
+    struct bed b;
+    unsigned busy[8] = {16, 0, 0, 0, 0, 0, 0, 0};
+    const char *names[8] = {"v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7"};
+
+    bed_init(&b, 16, 8);
+    for (unsigned i = 0; i < 8; i++)
+        bed_dom(&b, i, names[i], 16, 0, 0, NULL);
+    closed_loop(&b, busy, 8, 10, 0);
+    CHECK_INT(b.dec[0].count, 16);
+    CHECK_INT(b.dec[1].count, 1);
+    for (unsigned i = 1; i < 8; i++)
+        busy[i] = 16;
+    closed_loop(&b, busy, 8, 2, 0);
+    for (unsigned i = 0; i < 8; i++)
+        CHECK_INT(b.dec[i].count, 2);
+    CHECK_INT(closed_loop(&b, busy, 8, 30, 0), 0);
+    bed_free(&b);
+}
+
 /* One interval's values for domain i: run and wait on its preferred vCPUs, the others halted. */
 static void set_preferred_run(struct bed *b, unsigned i, double run, double wait)
 {
