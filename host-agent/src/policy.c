@@ -348,6 +348,13 @@ static void decide_count(struct work *w, const struct hd_config *cfg)
          * wobbling around a whole number (0.96 CPUs + headroom) must not flip it. */
         if (w->prev_k < n && want > w->prev_k && need < w->prev_k + cfg->grow_margin)
             want = w->prev_k;
+        /* And shrinking on the guest's own demand (it was given all it showed) takes a clear
+         * step below the count: two threads reading 1.79 CPUs one interval (+ headroom: 1.97)
+         * must not cost a vCPU that the saturated guest then claims back at once.  A shrink
+         * to a fair share below the demand is never held: that is what contention asks. */
+        if (want < w->prev_k && o->entitlement >= d->demand - EPS &&
+            need > w->prev_k - 1 - cfg->grow_margin)
+            want = w->prev_k;
         target = want < cfg->min_cpus ? cfg->min_cpus : want > n ? n : (unsigned)want;
         target = round_to_cores(target, d->threads, n);
     }

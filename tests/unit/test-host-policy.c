@@ -602,6 +602,46 @@ static void set_preferred_run(struct bed *b, unsigned i, double run, double wait
 }
 
 /*
+ * The other side of entitling censored VMs to their share: a VM running one thread that reads
+ * low for one interval (0.85 CPUs) must not lose its second vCPU, or it is censored at one,
+ * claims its fair share, takes vCPUs from its busy neighbour for an interval and gives them
+ * back (four set changes per dip, found in review).  Shrinking on a VM's own demand takes a
+ * clear step below its count; nobody's set changes.
+ */
+TEST(one_low_interval_changes_no_set)
+{
+    struct bed b;
+    unsigned busy[2] = {16, 1};
+
+    bed_init(&b, 16, 2);
+    bed_dom(&b, 0, "busy", 16, 0, 0, NULL);
+    bed_dom(&b, 1, "one-thread", 16, 0, 0, NULL);
+    CHECK_INT(closed_loop(&b, busy, 2, 12, 6), 0);
+    unsigned k0 = b.dec[0].count, k1 = b.dec[1].count;
+    CHECK_INT(k1, 2);
+    CHECK(k0 >= 14);
+    /* one interval in which the single thread reads 0.85 CPUs */
+    for (unsigned v = 0; v < b.m.dom[1].nvcpu; v++) {
+        struct model_vcpu *mv = &b.m.dom[1].vcpu[v];
+        if (mv->run > 0) {
+            mv->wait = 0;
+            mv->run = 0.85;
+        }
+    }
+    set_preferred_run(&b, 0, 14.4 / k0, 1 - 14.4 / k0);
+    unsigned changes = 0;
+    step(&b);
+    changes += b.dec[0].count != k0;
+    changes += b.dec[1].count != k1;
+    changes += closed_loop(&b, busy, 2, 10, 0);
+    CHECK_INT(changes, 0);
+    CHECK_INT(b.dec[0].count, k0);
+    CHECK_INT(b.dec[1].count, k1);
+    bed_free(&b);
+}
+
+
+/*
  * Growth is immediate and shrinking waits shrink_after intervals, so a neighbour dipping for
  * one interval costs one blip: a takes the capacity b left (its fair share 0.9 plus headroom
  * sits just under one vCPU, so any dip tips it over), and gives it back shrink_after
