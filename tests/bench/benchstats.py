@@ -6,11 +6,13 @@ run's sample is the mean of its guests' wall times (the time a unit of work took
 averaged over the guests that shared it).  A run in which a guest hit the timeout has a sample
 that is a lower bound.
 
-Intervals are percentile bootstraps over runs (resampling runs with replacement, a fixed seed so
-that a report is reproducible from its raw samples).  With n runs the interval of a median can
-only move in steps of the sorted samples: at n = 10 it is a coarse interval, which is the point
-of printing it.
+A median's interval is the distribution-free one (order statistics, binomial coverage): at
+n = 10 runs it is [x(2), x(9)] (97.9 %); below 6 runs no 95 % interval exists and none is
+printed.  A ratio of medians has a percentile bootstrap interval over runs (each mode's runs
+resampled with replacement, a fixed seed so that a report is reproducible from its raw
+samples), also only from 6 runs on each side.
 """
+import math
 import random
 import statistics
 
@@ -46,23 +48,44 @@ def _rng(tag):
     return random.Random(f"{SEED}/{tag}")
 
 
-def median_ci(xs, tag="", level=0.95, resamples=RESAMPLES):
-    """(median, low, high) of xs; the interval is a percentile bootstrap of the median."""
+def median_ci(xs, tag="", level=0.95):
+    """(median, low, high) of xs.  The interval is the distribution-free one of a median: the
+    order statistics x(j) and x(n+1-j) with the largest j whose coverage, from the binomial
+    distribution of the samples below the median, is still >= level.  None for low and high
+    when no such j exists (n < 6 at 95 %): a bootstrap would print [min, max] there, which
+    covers the median only 75 % of the time at n = 3.  (tag is unused; kept for symmetry.)"""
     if not xs:
         raise ValueError("no samples")
     med = statistics.median(xs)
-    if len(xs) == 1:
-        return med, med, med
-    rng = _rng(tag)
     n = len(xs)
-    boots = sorted(statistics.median(rng.choices(xs, k=n)) for _ in range(resamples))
-    return med, _pct(boots, (1 - level) / 2), _pct(boots, 1 - (1 - level) / 2)
+    ys = sorted(xs)
+    best = None
+    for j in range(1, n // 2 + 1):
+        # P(x(j) <= median <= x(n+1-j)) = 1 - 2 P(Binomial(n, 1/2) <= j - 1)
+        tail = sum(math.comb(n, i) for i in range(j)) / 2 ** n
+        if 1 - 2 * tail >= level:
+            best = j
+    if best is None:
+        return med, None, None
+    return med, ys[best - 1], ys[n - best]
+
+
+def median_bound(runs_):
+    """runs_: [(sample, is_lower_bound)].  True when the median is a lower bound: it changes
+    once every bounded sample is taken as unbounded (+inf)."""
+    xs = [x for x, _ in runs_]
+    ys = [math.inf if b else x for x, b in runs_]
+    return statistics.median(ys) != statistics.median(xs)
 
 
 def ratio_ci(num, den, tag="", level=0.95, resamples=RESAMPLES):
-    """(median(num)/median(den), low, high): the two sets of runs resampled independently."""
+    """(median(num)/median(den), low, high): a percentile bootstrap, the two sets of runs
+    resampled independently.  None for low and high with fewer than 6 runs on a side (see
+    median_ci)."""
     if not num or not den:
         raise ValueError("no samples")
+    if min(len(num), len(den)) < 6:
+        return statistics.median(num) / statistics.median(den), None, None
     point = statistics.median(num) / statistics.median(den)
     rng = _rng(tag)
     boots = sorted(statistics.median(rng.choices(num, k=len(num))) /

@@ -23,13 +23,28 @@ def check(cond, what):
 
 # --- benchstats alone ---------------------------------------------------------------------
 med, lo, hi = benchstats.median_ci([1.0, 2.0, 3.0], "t")
-check(med == 2.0 and lo == 1.0 and hi == 3.0, f"median_ci of 1,2,3 is 2 [1, 3], got {med} [{lo}, {hi}]")
+check(med == 2.0 and lo is None and hi is None, f"3 samples: no 95 % interval of a median, got [{lo}, {hi}]")
+med, lo, hi = benchstats.median_ci([float(x) for x in range(10, 0, -1)], "t")
+check(med == 5.5 and (lo, hi) == (2.0, 9.0), f"10 samples: [x(2), x(9)] (97.9 %), got {med} [{lo}, {hi}]")
+med, lo, hi = benchstats.median_ci([float(x) for x in range(1, 21)], "t")
+check((lo, hi) == (6.0, 15.0), f"20 samples: [x(6), x(15)] (95.9 %), got [{lo}, {hi}]")
+check(benchstats.median_ci([float(x) for x in range(1, 21)], "t", level=0.5)[1:] == (8.0, 13.0),
+      "the level is honoured: 20 samples at 50 % give [x(8), x(13)] (73.7 %)")
 med, lo, hi = benchstats.median_ci([5.0] * 10, "t")
 check(med == lo == hi == 5.0, "constant samples: a zero-width interval")
 p, lo, hi = benchstats.ratio_ci([3.0] * 10, [6.0] * 10, "t")
 check(p == lo == hi == 0.5, f"constant ratio 0.5, got {p} [{lo}, {hi}]")
-check(benchstats.median_ci([1.0, 9.0, 4.0, 7.0], "a") == benchstats.median_ci([1.0, 9.0, 4.0, 7.0], "a"),
-      "same tag, same interval")
+p, lo, hi = benchstats.ratio_ci([3.0] * 5, [6.0] * 10, "t")
+check(p == 0.5 and lo is None, "fewer than 6 runs on a side: no ratio interval")
+xs, ys = [float(x) for x in range(1, 11)], [float(x) for x in range(11, 21)]
+p, lo, hi = benchstats.ratio_ci(xs, ys, "known")
+check(abs(p - 5.5 / 15.5) < 1e-12 and 0.15 < lo < p < hi < 0.6,
+      f"ratio interval around 5.5/15.5 and inside what resampling allows, got {p} [{lo}, {hi}]")
+check((p, lo, hi) == benchstats.ratio_ci(xs, ys, "known"), "same tag, same interval")
+check(benchstats.median_bound([(35.0, True), (42.0, False), (43.0, False), (44.0, False), (45.0, False)]),
+      "a bounded run below the median still makes the median a lower bound (35 -> inf: 43 -> 44)")
+check(not benchstats.median_bound([(99.0, True), (1.0, False), (2.0, False), (3.0, False), (4.0, False)]),
+      "a bounded run above the median leaves it exact")
 r = benchstats.runs([("s", "m", "1", "g1", "4"), ("s", "m", "1", "g2", "timeout"),
                      ("s", "m", "2", "g1", "3"), ("s", "m", "2", "g2", "5"),
                      ("s", "m", "10", "g1", "1"), ("s", "m", "10", "g2", "1")], 60)
@@ -52,6 +67,14 @@ with tempfile.TemporaryDirectory() as d:
                 run = rng.gauss(8.0, 1.0)
                 for g in ("a", "b"):
                     print("same-floating", mode, rep, f"same-{g}", f"{run + rng.gauss(0, 0.2):.3f}", file=f)
+                # one run of ten in "none" with a timed-out guest whose run still ranks low
+                # (the other guest was quick): the median is a lower bound all the same
+                for g in ("a", "b"):
+                    if mode == "none" and rep == 1:
+                        secs = "timeout" if g == "a" else "1.000"
+                    else:
+                        secs = f"{rng.gauss(40, 0.5) if mode == 'none' else rng.gauss(30, 0.5):.3f}"
+                    print("lowbound-pinned", mode, rep, f"lb-{g}", secs, file=f)
                 # timeouts in "none" for six runs of ten (one guest of two each)
                 for g in ("a", "b"):
                     secs = "timeout" if mode == "none" and rep <= 6 and g == "a" else f"{rng.gauss(20, 1):.3f}"
@@ -68,7 +91,7 @@ with tempfile.TemporaryDirectory() as d:
     md, js = report()
     doc = json.loads(js)
     sc = doc["scenarios"]
-    for name in ("2x2-pinned", "same-floating", "slow-pinned"):
+    for name in ("2x2-pinned", "same-floating", "slow-pinned", "lowbound-pinned"):
         for mode in modes:
             e = sc[name]["modes"][mode]
             check(e["runs"] == reps, f"{name}/{mode}: {reps} runs (one sample per run), got {e['runs']}")
@@ -89,6 +112,12 @@ with tempfile.TemporaryDirectory() as d:
     check(slow["corehint_over_none_is_upper_bound"] and not slow["corehint_over_steal_governor_is_upper_bound"],
           "a ratio over a bounded median is an upper bound, the others are not")
     check("| slow-pinned | none | 10 | 6 | >=" in md, "the table marks the bounded median")
+    lb = sc["lowbound-pinned"]
+    check(lb["modes"]["none"]["median_is_lower_bound"] and lb["corehint_over_none_is_upper_bound"],
+          "a timed-out run ranked below the median: the median is a lower bound, the ratio an upper one")
+    check(lb["modes"]["none"]["median_ci95_includes_bound"] and "| lowbound-pinned | none | 10 | 1 | >=" in md,
+          "... and its interval is marked as including a bounded run")
+    check(not lb["modes"]["corehint"]["median_ci95_includes_bound"], "an interval without a bounded run is not marked")
     check("corehint/none <=" in md, "the ratio line marks the bound")
     runs_txt = open(os.path.join(d, "guests-runs.txt")).read().split("\n")
     check(sum(1 for l in runs_txt if l.startswith("2x2-pinned corehint ")) == reps, "guests-runs.txt: a row per run")

@@ -24,18 +24,20 @@ def sim(seed, gov_a, gov_b):
         return {"name": name, "what": name, "policies": {
             "none": {"units_per_s": 100.0}, "governor": {"units_per_s": 100.0 * gov},
             "corehint": {"units_per_s": 120.0 + seed}}}
-    return {"simulated": True, "seed": seed, "scenarios": [sc("a", gov_a), sc("b", gov_b), sc("c", 1.0)]}
+    # d: +37.5 %, 2.5 of the reference's standard deviations off: just outside the tolerance
+    return {"simulated": True, "seed": seed, "scenarios": [sc("a", gov_a), sc("b", gov_b), sc("c", 1.0),
+                                                          sc("d", 1.375)]}
 
 
 with tempfile.TemporaryDirectory() as d:
     ref = os.path.join(d, "ref.txt")
     with open(ref, "w") as f:
-        f.write("# comment\na a-row 50.0 5.0\nb b-row 50.0 5.0\n")
+        f.write("# comment\na a-row 50.0 5.0\nb b-row 50.0 5.0\nd d-row 50.0 5.0\n")
     files = []
-    for seed in range(1, 6):
+    for seed in range(1, 8):
         # a: +50 % +- a little (calibrated); b: +20 % (six std off: not calibrated)
         p = os.path.join(d, f"s{seed}.json")
-        json.dump(sim(seed, 1.5 + (seed - 3) * 0.01, 1.2), open(p, "w"))
+        json.dump(sim(seed, 1.5 + (seed - 4) * 0.01, 1.2), open(p, "w"))
         files.append(p)
     env = dict(os.environ, SEEDS_REPORT_JSON=os.path.join(d, "out.json"))
     r = subprocess.run([sys.executable, os.path.join(here, "seeds-report"), ref] + files,
@@ -44,12 +46,15 @@ with tempfile.TemporaryDirectory() as d:
     out = r.stdout
     check("| a | 1.500 [" in out and "| a-row: +50.00 % ± 5.00 % (= 1.500) | yes |" in out,
           "a: median 1.500 over seeds, calibrated")
+    check("| a | 1.500 [1.470, 1.530] |" in out, "a: the interval of 7 seeds is [min, max] (98.4 %)")
     check("| b | 1.200 [1.200, 1.200] | b-row: +50.00 % ± 5.00 % (= 1.500) | NO |" in out, "b: not calibrated")
     check("| c | 1.000 [1.000, 1.000] | no row of this shape | - |" in out, "c: no reference")
-    check("| a | 1.230 [" in out and out.count("| UNCALIBRATED |") == 1 and "| calibrated |" in out
-          and "| no reference |" in out, "corehint's rows marked by the verdict (corehint/none median 123/100)")
+    check("| d | 1.375 [1.375, 1.375] | d-row: +50.00 % ± 5.00 % (= 1.500) | NO |" in out,
+          "d: 2.5 standard deviations off is not calibrated")
+    check("| a | 1.240 [" in out and out.count("| UNCALIBRATED |") == 2 and "| calibrated |" in out
+          and "| no reference |" in out, "corehint's rows marked by the verdict (corehint/none median 124/100)")
     doc = json.load(open(os.path.join(d, "out.json")))
-    check(doc["seeds"] == [1, 2, 3, 4, 5] and len(doc["scenarios"]["a"]["governor_over_none"]) == 5,
+    check(doc["seeds"] == list(range(1, 8)) and len(doc["scenarios"]["a"]["governor_over_none"]) == 7,
           "JSON: every seed's ratio kept")
     check(doc["scenarios"]["a"]["calibrated"] is True and doc["scenarios"]["b"]["calibrated"] is False
           and doc["scenarios"]["c"]["calibrated"] is None, "JSON: the verdicts")
