@@ -269,12 +269,12 @@ static void prepare(struct work *w, unsigned shares_default, const struct hd_con
     }
 }
 
-/* Entitlements of one pool's domains: water-filling over demand (a censored VM's wish). */
+/* Entitlements of one pool's domains: water-filling, then free capacity to censored VMs. */
 static void entitle(struct work *v, unsigned n, unsigned ncpu, const struct hd_config *cfg,
                     struct wf_item *it)
 {
-    double cap = ncpu * cfg->target_utilisation, wish = 0, limit = cap;
-    unsigned m = 0, calm = 0;
+    double cap = ncpu * cfg->target_utilisation, wish = 0, left, limit = cap;
+    unsigned m = 0, ncens = 0, calm = 0;
     bool was = false;
 
     for (unsigned i = 0; i < n; i++) {
@@ -304,23 +304,30 @@ static void entitle(struct work *v, unsigned n, unsigned ncpu, const struct hd_c
             v[i].out->entitlement = v[i].d->demand;
         return;
     }
-    /* A censored VM (its preferred vCPUs saturated) shows no more demand than its preferred
-     * count, whatever it wants: it enters the water-filling with its wish (every vCPU), so it
-     * is entitled to its fair share like any VM whose demand is seen.  Giving it only what
-     * the others' measured demand leaves would let the VM that was busy first keep every CPU
-     * its own demand claims: after a contention step the others would never grow.  It does
-     * not flap: grown past its demand, the next sample measures it and decide_count's
-     * headroom and grow_margin hold it. */
     for (unsigned i = 0; i < n; i++) {
         v[i].out->contended = true;
         if (!v[i].d->measured)
             continue;
-        it[m++] = (struct wf_item){&v[i], v[i].out->censored ? v[i].wish : v[i].d->demand,
-                                   v[i].out->weight, 0};
+        it[m++] = (struct wf_item){&v[i], v[i].d->demand, v[i].out->weight, 0};
     }
     waterfill(it, m, cap);
-    for (unsigned i = 0; i < m; i++)
+    left = cap;
+    for (unsigned i = 0; i < m; i++) {
         it[i].w->out->entitlement = it[i].alloc;
+        left -= it[i].alloc;
+    }
+    /* Grow censored VMs only into capacity nobody else's measured demand claims. */
+    for (unsigned i = 0; i < m; i++) {
+        struct work *w = it[i].w;
+        if (w->out->censored) {
+            it[ncens++] = (struct wf_item){w, w->d->nvcpu - w->out->entitlement, w->out->weight, 0};
+        }
+    }
+    if (ncens && left > EPS) {
+        waterfill(it, ncens, left);
+        for (unsigned i = 0; i < ncens; i++)
+            it[i].w->out->entitlement += it[i].alloc;
+    }
 }
 
 static void decide_count(struct work *w, const struct hd_config *cfg)
@@ -347,13 +354,6 @@ static void decide_count(struct work *w, const struct hd_config *cfg)
         /* Growing a shrunk guest takes a clear step past its current count: an entitlement
          * wobbling around a whole number (0.96 CPUs + headroom) must not flip it. */
         if (w->prev_k < n && want > w->prev_k && need < w->prev_k + cfg->grow_margin)
-            want = w->prev_k;
-        /* And shrinking on the guest's own demand (it was given all it showed) takes a clear
-         * step below the count: two threads reading 1.79 CPUs one interval (+ headroom: 1.97)
-         * must not cost a vCPU that the saturated guest then claims back at once.  A shrink
-         * to a fair share below the demand is never held: that is what contention asks. */
-        if (want < w->prev_k && o->entitlement >= d->demand - EPS &&
-            need > w->prev_k - 1 - cfg->grow_margin)
             want = w->prev_k;
         target = want < cfg->min_cpus ? cfg->min_cpus : want > n ? n : (unsigned)want;
         target = round_to_cores(target, d->threads, n);

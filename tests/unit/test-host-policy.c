@@ -560,34 +560,6 @@ TEST(censored_demand_does_not_flap)
     bed_free(&b);
 }
 
-/*
- * A contention step (the cover letter's hackbench shape): one VM busy alone keeps every vCPU,
- * the seven others, idle until now and shrunk to one vCPU, become busy at once.  Their
- * measured demand is censored at one vCPU each, the incumbent's is not: the others must still
- * reach their fair share (16 pCPUs x 0.9 / 8 = 1.8 -> 2 vCPUs each) within one interval and the
- * incumbent give up what it held beyond its own, not keep 8 of 16 while the others stay at 1.
- */
-TEST(contention_step_incumbent_keeps_no_more_than_its_share)
-{
-    struct bed b;
-    unsigned busy[8] = {16, 0, 0, 0, 0, 0, 0, 0};
-    const char *names[8] = {"v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7"};
-
-    bed_init(&b, 16, 8);
-    for (unsigned i = 0; i < 8; i++)
-        bed_dom(&b, i, names[i], 16, 0, 0, NULL);
-    closed_loop(&b, busy, 8, 10, 0);
-    CHECK_INT(b.dec[0].count, 16);
-    CHECK_INT(b.dec[1].count, 1);
-    for (unsigned i = 1; i < 8; i++)
-        busy[i] = 16;
-    closed_loop(&b, busy, 8, 2, 0);
-    for (unsigned i = 0; i < 8; i++)
-        CHECK_INT(b.dec[i].count, 2);
-    CHECK_INT(closed_loop(&b, busy, 8, 30, 0), 0);
-    bed_free(&b);
-}
-
 /* One interval's values for domain i: run and wait on its preferred vCPUs, the others halted. */
 static void set_preferred_run(struct bed *b, unsigned i, double run, double wait)
 {
@@ -600,46 +572,6 @@ static void set_preferred_run(struct bed *b, unsigned i, double run, double wait
         d->vcpu[v].halted = !pref;
     }
 }
-
-/*
- * The other side of entitling censored VMs to their share: a VM running one thread that reads
- * low for one interval (0.85 CPUs) must not lose its second vCPU, or it is censored at one,
- * claims its fair share, takes vCPUs from its busy neighbour for an interval and gives them
- * back (four set changes per dip, found in review).  Shrinking on a VM's own demand takes a
- * clear step below its count; nobody's set changes.
- */
-TEST(one_low_interval_changes_no_set)
-{
-    struct bed b;
-    unsigned busy[2] = {16, 1};
-
-    bed_init(&b, 16, 2);
-    bed_dom(&b, 0, "busy", 16, 0, 0, NULL);
-    bed_dom(&b, 1, "one-thread", 16, 0, 0, NULL);
-    CHECK_INT(closed_loop(&b, busy, 2, 12, 6), 0);
-    unsigned k0 = b.dec[0].count, k1 = b.dec[1].count;
-    CHECK_INT(k1, 2);
-    CHECK(k0 >= 14);
-    /* one interval in which the single thread reads 0.85 CPUs */
-    for (unsigned v = 0; v < b.m.dom[1].nvcpu; v++) {
-        struct model_vcpu *mv = &b.m.dom[1].vcpu[v];
-        if (mv->run > 0) {
-            mv->wait = 0;
-            mv->run = 0.85;
-        }
-    }
-    set_preferred_run(&b, 0, 14.4 / k0, 1 - 14.4 / k0);
-    unsigned changes = 0;
-    step(&b);
-    changes += b.dec[0].count != k0;
-    changes += b.dec[1].count != k1;
-    changes += closed_loop(&b, busy, 2, 10, 0);
-    CHECK_INT(changes, 0);
-    CHECK_INT(b.dec[0].count, k0);
-    CHECK_INT(b.dec[1].count, k1);
-    bed_free(&b);
-}
-
 
 /*
  * Growth is immediate and shrinking waits shrink_after intervals, so a neighbour dipping for
