@@ -1,4 +1,4 @@
-"""Statistics of the benchmark reports: one sample per run, medians with bootstrap intervals.
+"""Statistics of the benchmark reports: one sample per run, medians and ratios with intervals.
 
 A run is one execution of the workload in every guest of a scenario at once, in one mode.  Its
 guests share the host and each other's contention, so they are not independent samples; the
@@ -48,12 +48,12 @@ def _rng(tag):
     return random.Random(f"{SEED}/{tag}")
 
 
-def median_ci(xs, tag="", level=0.95):
+def median_ci(xs, level=0.95):
     """(median, low, high) of xs.  The interval is the distribution-free one of a median: the
     order statistics x(j) and x(n+1-j) with the largest j whose coverage, from the binomial
     distribution of the samples below the median, is still >= level.  None for low and high
     when no such j exists (n < 6 at 95 %): a bootstrap would print [min, max] there, which
-    covers the median only 75 % of the time at n = 3.  (tag is unused; kept for symmetry.)"""
+    covers the median only 75 % of the time at n = 3."""
     if not xs:
         raise ValueError("no samples")
     med = statistics.median(xs)
@@ -84,9 +84,9 @@ def ratio_ci(num, den, tag="", level=0.95, resamples=RESAMPLES):
     median_ci)."""
     if not num or not den:
         raise ValueError("no samples")
-    if min(len(num), len(den)) < 6:
-        return statistics.median(num) / statistics.median(den), None, None
     point = statistics.median(num) / statistics.median(den)
+    if min(len(num), len(den)) < 6:
+        return point, None, None
     rng = _rng(tag)
     boots = sorted(statistics.median(rng.choices(num, k=len(num))) /
                    statistics.median(rng.choices(den, k=len(den))) for _ in range(resamples))

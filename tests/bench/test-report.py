@@ -22,15 +22,15 @@ def check(cond, what):
 
 
 # --- benchstats alone ---------------------------------------------------------------------
-med, lo, hi = benchstats.median_ci([1.0, 2.0, 3.0], "t")
+med, lo, hi = benchstats.median_ci([1.0, 2.0, 3.0])
 check(med == 2.0 and lo is None and hi is None, f"3 samples: no 95 % interval of a median, got [{lo}, {hi}]")
-med, lo, hi = benchstats.median_ci([float(x) for x in range(10, 0, -1)], "t")
+med, lo, hi = benchstats.median_ci([float(x) for x in range(10, 0, -1)])
 check(med == 5.5 and (lo, hi) == (2.0, 9.0), f"10 samples: [x(2), x(9)] (97.9 %), got {med} [{lo}, {hi}]")
-med, lo, hi = benchstats.median_ci([float(x) for x in range(1, 21)], "t")
+med, lo, hi = benchstats.median_ci([float(x) for x in range(1, 21)])
 check((lo, hi) == (6.0, 15.0), f"20 samples: [x(6), x(15)] (95.9 %), got [{lo}, {hi}]")
-check(benchstats.median_ci([float(x) for x in range(1, 21)], "t", level=0.5)[1:] == (8.0, 13.0),
+check(benchstats.median_ci([float(x) for x in range(1, 21)], level=0.5)[1:] == (8.0, 13.0),
       "the level is honoured: 20 samples at 50 % give [x(8), x(13)] (73.7 %)")
-med, lo, hi = benchstats.median_ci([5.0] * 10, "t")
+med, lo, hi = benchstats.median_ci([5.0] * 10)
 check(med == lo == hi == 5.0, "constant samples: a zero-width interval")
 p, lo, hi = benchstats.ratio_ci([3.0] * 10, [6.0] * 10, "t")
 check(p == lo == hi == 0.5, f"constant ratio 0.5, got {p} [{lo}, {hi}]")
