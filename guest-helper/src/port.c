@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,9 @@
 #define BACKOFF_MAX_MS 5000u
 #define OUT_MAX (64u << 10)
 #define READ_CHUNK (64u << 10)
+/* While the host side of a virtio port is closed, SIGIO says when it opens; this probe is the
+ * safety net for a signal that never comes (a kernel without fasync on the port). */
+#define AWAY_PROBE_MS 1000u
 
 struct port {
     struct event_base *base;
@@ -36,7 +41,9 @@ struct port {
     bool is_socket;
     bool broken; /* a write failed inside a callback: close once the callback returns */
     bool heard;  /* the peer sent something in this session */
+    bool away;   /* virtio: the port is open, the host side is not (POLLHUP) */
     struct event *ev_read, *ev_write, *ev_retry, *ev_close;
+    struct event *ev_sigio, *ev_probe; /* virtio: host side opened or closed */
     unsigned backoff_ms;
     int last_err; /* errno of the last failed attempt, to log changes only */
 
@@ -107,6 +114,8 @@ static void close_port(struct port *p, const char *why)
 {
     if (p->fd < 0)
         return;
+    p->away = false;
+    evtimer_del(p->ev_probe);
     /* A virtio port without a host opens and hangs up at once, every backoff period: only
      * sessions that carried something are worth an info line. */
     log_msg(p->heard || p->is_socket ? LOG_LVL_INFO : LOG_LVL_DEBUG,
@@ -150,7 +159,7 @@ static int flush(struct port *p)
     }
     memmove(p->out, p->out + off, p->out_len - off);
     p->out_len -= off;
-    if (rc == 0 && p->out_len)
+    if (rc == 0 && p->out_len && !p->away)
         event_add(p->ev_write, NULL);
     else
         event_del(p->ev_write);
@@ -182,6 +191,95 @@ static bool on_line(void *arg, const char *line, size_t len)
     return !p->broken && p->fd >= 0;
 }
 
+/*
+ * SIGIO only while the host side is away.  virtio_console raises it for every buffer that
+ * arrives too, and with it on during a burst of hints the port was seen to miss read wake-ups
+ * (a hint read only 10 s later, in qemu-virtio-check); while away nothing arrives.
+ */
+static void set_async(struct port *p, bool on)
+{
+    int fl = fcntl(p->fd, F_GETFL);
+
+    if (fl < 0 || fcntl(p->fd, F_SETFL, on ? fl | O_ASYNC : fl & ~O_ASYNC) < 0)
+        log_msg(LOG_LVL_DEBUG, "port %s: O_ASYNC: %s", p->path, strerror(errno));
+}
+
+static void probe(struct port *p);
+
+static void arm_probe(struct port *p)
+{
+    struct timeval tv = {AWAY_PROBE_MS / 1000, (suseconds_t)(AWAY_PROBE_MS % 1000) * 1000};
+
+    evtimer_add(p->ev_probe, &tv);
+}
+
+/*
+ * The virtio port stays open while the host side is closed, as qemu-ga keeps its own: reading
+ * would return EOF at once and poll() report POLLHUP forever, so the port leaves the loop and
+ * waits for SIGIO (virtio_console raises it when the host side opens or closes) or the probe.
+ * Nothing is reopened, so the guest sees no open/close cycle and the host no port events.
+ */
+static void host_away(struct port *p)
+{
+    if (p->away)
+        return;
+    log_msg(p->heard ? LOG_LVL_INFO : LOG_LVL_DEBUG, "port %s: host side closed; waiting for it",
+            p->path);
+    p->away = true;
+    event_del(p->ev_read);
+    event_del(p->ev_write);
+    p->out_len = 0; /* PROTOCOL.md 1: bytes for an absent host may be lost */
+    ch_framer_reset(&p->framer);
+    set_async(p, true);
+    arm_probe(p);
+    p->ops->down(p->ctx);
+    probe(p); /* it may have come back before SIGIO was on */
+}
+
+/* Is the host side of the virtio port open?  poll() without waiting: POLLHUP says it is not. */
+static bool host_present(const struct port *p)
+{
+    struct pollfd pfd = {.fd = p->fd, .events = POLLIN | POLLOUT};
+
+    return poll(&pfd, 1, 0) >= 0 && !(pfd.revents & (POLLHUP | POLLERR | POLLNVAL));
+}
+
+static void host_arrived(struct port *p)
+{
+    p->away = false;
+    p->heard = false;
+    evtimer_del(p->ev_probe);
+    set_async(p, false);
+    if (event_add(p->ev_read, NULL) < 0) {
+        close_port(p, "cannot register events");
+        return;
+    }
+    p->stats.arrivals++;
+    log_msg(LOG_LVL_INFO, "port %s: host connected", p->path);
+    p->ops->up(p->ctx);
+}
+
+static void probe(struct port *p)
+{
+    if (p->fd < 0 || p->is_socket)
+        return;
+    bool present = host_present(p);
+    if (p->away && present)
+        host_arrived(p);
+    else if (p->away)
+        arm_probe(p);
+}
+
+static void on_sigio(evutil_socket_t sig, short what, void *arg)
+{
+    probe(arg);
+}
+
+static void on_probe(evutil_socket_t fd, short what, void *arg)
+{
+    probe(arg);
+}
+
 static void on_read(evutil_socket_t fd, short what, void *arg)
 {
     static char buf[READ_CHUNK];
@@ -193,14 +291,16 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     } while (r < 0 && errno == EINTR);
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return;
+    if (r == 0 && !p->is_socket) {
+        host_away(p);
+        return;
+    }
     if (r <= 0) {
-        /* EOF on a socket; on a virtio port the host closed its end (POLLHUP). */
+        /* EOF on a socket: the peer is gone for good; an error on either: reopen. */
         close_port(p, r == 0 ? "hangup" : strerror(errno));
         return;
     }
     p->backoff_ms = BACKOFF_MIN_MS; /* the peer is really there */
-    if (!p->heard && !p->is_socket)
-        log_msg(LOG_LVL_INFO, "port %s: host connected", p->path);
     p->heard = true;
     uint64_t before = p->framer.oversized;
     ch_framer_feed(&p->framer, buf, (size_t)r, on_line, p);
@@ -214,8 +314,10 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 
 void port_drain(struct port *p)
 {
-    if (p->fd >= 0 && !p->broken)
-        on_read(p->fd, EV_READ, p); /* non-blocking: EAGAIN when nothing is there */
+    /* non-blocking: EAGAIN when nothing is there; a virtio port whose host is away waits for
+     * SIGIO, which says hello before anything is read */
+    if (p->fd >= 0 && !p->broken && !p->away)
+        on_read(p->fd, EV_READ, p);
 }
 
 static int open_path(struct port *p, bool *is_socket)
@@ -275,7 +377,10 @@ static void try_open(evutil_socket_t unused, short what, void *arg)
     }
     p->ev_read = event_new(p->base, fd, EV_READ | EV_PERSIST, on_read, p);
     p->ev_write = event_new(p->base, fd, EV_WRITE | EV_PERSIST, on_write, p);
-    if (!p->ev_read || !p->ev_write || event_add(p->ev_read, NULL) < 0) {
+    if (!is_socket && fcntl(fd, F_SETOWN, getpid()) < 0)
+        log_msg(LOG_LVL_WARN, "port %s: no SIGIO (%s); noticing the host within %u ms", p->path,
+                strerror(errno), AWAY_PROBE_MS);
+    if (!p->ev_read || !p->ev_write || (is_socket && event_add(p->ev_read, NULL) < 0)) {
         log_msg(LOG_LVL_ERR, "port %s: cannot register events", p->path);
         event_free(p->ev_read);
         event_free(p->ev_write);
@@ -291,11 +396,20 @@ static void try_open(evutil_socket_t unused, short what, void *arg)
     p->stats.opens++;
     if (is_socket)
         p->backoff_ms = BACKOFF_MIN_MS; /* somebody accepted */
-    if (is_socket)
+    if (is_socket) {
         log_msg(LOG_LVL_INFO, "port %s connected (UNIX socket)", p->path);
-    else
-        log_msg(LOG_LVL_DEBUG, "port %s open (character device), waiting for the host", p->path);
-    p->ops->up(p->ctx);
+        p->ops->up(p->ctx);
+        return;
+    }
+    log_msg(LOG_LVL_INFO, "port %s open (character device)", p->path);
+    p->away = true; /* until poll() says the host side is open */
+    if (host_present(p)) {
+        host_arrived(p);
+    } else {
+        set_async(p, true);
+        arm_probe(p);
+        probe(p);
+    }
 }
 
 struct port *port_new(struct event_base *base, const struct config *cfg, const struct port_ops *ops,
@@ -313,12 +427,11 @@ struct port *port_new(struct event_base *base, const struct config *cfg, const s
     ch_framer_init(&p->framer);
     p->ev_retry = evtimer_new(base, try_open, p);
     p->ev_close = evtimer_new(base, on_broken, p);
-    if (!p->ev_retry || !p->ev_close) {
-        if (p->ev_retry)
-            event_free(p->ev_retry);
-        if (p->ev_close)
-            event_free(p->ev_close);
-        free(p);
+    p->ev_probe = evtimer_new(base, on_probe, p);
+    p->ev_sigio = evsignal_new(base, SIGIO, on_sigio, p);
+    if (!p->ev_retry || !p->ev_close || !p->ev_probe || !p->ev_sigio ||
+        event_add(p->ev_sigio, NULL) < 0) {
+        port_free(p);
         return NULL;
     }
     port_reconfigure(p, cfg);
@@ -347,7 +460,7 @@ void port_reconfigure(struct port *p, const struct config *cfg)
 
 int port_send(struct port *p, const char *buf, size_t len)
 {
-    if (p->fd < 0 || p->broken)
+    if (p->fd < 0 || p->broken || p->away)
         return -ENOTCONN;
     if (len > OUT_MAX - p->out_len) {
         /* The host does not read: keep what is queued (whole lines), drop this one. */
@@ -372,7 +485,7 @@ int port_send(struct port *p, const char *buf, size_t len)
 
 bool port_connected(const struct port *p)
 {
-    return p->fd >= 0;
+    return p->fd >= 0 && !p->away;
 }
 
 void port_get_stats(const struct port *p, struct port_stats *out)
@@ -391,7 +504,13 @@ void port_free(struct port *p)
         event_free(p->ev_write);
         close(p->fd);
     }
-    event_free(p->ev_retry);
-    event_free(p->ev_close);
+    if (p->ev_retry)
+        event_free(p->ev_retry);
+    if (p->ev_close)
+        event_free(p->ev_close);
+    if (p->ev_probe)
+        event_free(p->ev_probe);
+    if (p->ev_sigio)
+        event_free(p->ev_sigio);
     free(p);
 }

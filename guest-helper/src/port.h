@@ -3,10 +3,12 @@
  * port: the guest end of the corehint channel.  Either a virtio-serial port (a character
  * device, normally /dev/virtio-ports/org.corehint.0 -> /dev/vportNpM) or a UNIX stream socket
  * (tests, other transports): which one is decided by stat() at every (re)open.  The port never
- * gives up: absence, EOF, POLLHUP (virtio's "host side closed") and errors close it and retry
- * after a backoff of 100 ms doubling to 5 s.  Input is cut into lines by ch_framer; output is
- * buffered up to 64 KiB (PROTOCOL.md §7), whole messages that do not fit are dropped and
- * counted.
+ * gives up: absence, a socket's EOF and errors close it and retry after a backoff of 100 ms
+ * doubling to 5 s.  A virtio port stays open while its host side is closed (EOF, POLLHUP): it
+ * leaves the loop and waits for SIGIO, which virtio_console raises when the host side opens or
+ * closes (a 1 s probe backs the signal up), then says "up" again.  Input is cut into lines by
+ * ch_framer; output is buffered up to 64 KiB (PROTOCOL.md §7), whole messages that do not fit
+ * are dropped and counted.
  */
 #ifndef GUESTD_PORT_H
 #define GUESTD_PORT_H
@@ -24,11 +26,12 @@ struct port_ops {
     void (*up)(void *ctx); /* opened or connected: time to say hello */
     void (*line)(void *ctx, const char *line, size_t len);
     void (*oversized)(void *ctx); /* a line over CH_LINE_MAX was dropped */
-    void (*down)(void *ctx);      /* closed; a reopen is scheduled */
+    void (*down)(void *ctx);      /* closed (a reopen is scheduled) or the host side left */
 };
 
 struct port_stats {
     uint64_t opens;
+    uint64_t arrivals; /* virtio: the host side opened while the port was open */
     uint64_t lines;
     uint64_t oversized;    /* lines over CH_LINE_MAX, dropped */
     uint64_t dropped_msgs; /* output messages that did not fit the buffer */

@@ -4,7 +4,10 @@
 #  - while the guest is paused (virsh suspend): the guest cannot see the old connection drop
 #    or the new one open, and meets the new hostd's hello and hints on what is, to it, the
 #    same stream - the case a hostd restarted within milliseconds makes on a busy host;
-#  - plainly (SIGTERM, started again at once): the guest sees its host leave and return.
+#  - plainly (SIGTERM, started again at once): the guest sees its host leave and return; its
+#    port stays open and SIGIO tells it the host is back, so every hint the new hostd has had
+#    acknowledged took less than one interval (hostd's ack histogram), and the port was not
+#    reopened.
 # Each time the new hostd's hints must be applied within two intervals of the guest running
 # (the new hostd starts again at seq 1: without sessions the guest refused them as stale-seq
 # until the new counter passed the old one), and the guest must refuse none as stale-seq.
@@ -46,6 +49,24 @@ restart() { # paused|plain
     e2e_log "$how restart: session $old -> $new, first hint of the new hostd applied $took ms after the guest ran"
     [ "$took" -le $((budget_s * 1000)) ] ||
         e2e_fail "$how restart: first hint applied after $took ms, more than two intervals (+3 s)"
+    if [ "$how" = plain ]; then
+        # The guest kept its port open across the absence and heard the new hostd at once
+        # (SIGIO): every hint the new hostd had acknowledged by now took less than one interval
+        # from being queued to the guest's status (hostd's own histogram; none lost to a reopen).
+        local m count within
+        m=$(e2e_metrics) || e2e_fail "no /metrics from the new hostd"
+        count=$(awk '$1 == "corehint_hint_ack_seconds_count" {print $2}' <<<"$m")
+        within=$(awk '$1 == "corehint_hint_ack_seconds_bucket{le=\"1\"}" {print $2}' <<<"$m")
+        e2e_log "plain restart: $count hint(s) of the new hostd acknowledged, $within within 1 s"
+        [ "${count:-0}" -ge 1 ] && [ "$within" = "$count" ] ||
+            e2e_fail "plain restart: of $count acknowledged hints only $within within one interval (1 s)"
+        local since
+        since=$(tail -n +"$mark" "$E2E_DIR/a.log")
+        grep -q "host side closed; waiting for it" <<<"$since" && grep -q "host connected" <<<"$since" ||
+            e2e_fail "plain restart: guestd did not keep its port open across the absence: $(grep -E 'port ' <<<"$since" | tail -4 | tr '\n' '|')"
+        grep -qE "port [^ ]+ (closed|open)" <<<"$since" &&
+            e2e_fail "plain restart: guestd closed or reopened its port: $(grep -E 'port ' <<<"$since" | tail -4 | tr '\n' '|')"
+    fi
     if tail -n +"$mark" "$E2E_DIR/a.log" | grep -q "stale-seq"; then
         e2e_fail "$how restart: the guest refused hints as stale-seq: $(tail -n +"$mark" "$E2E_DIR/a.log" | grep -m3 stale-seq | tr '\n' '|')"
     fi
