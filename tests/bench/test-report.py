@@ -81,6 +81,18 @@ with tempfile.TemporaryDirectory() as d:
                     print("slow-pinned", mode, rep, f"slow-{g}", secs, file=f)
     for name in ("guests-converge.txt", "guests-host-wait.txt", "guests-steal.txt", "guests-step.txt"):
         open(os.path.join(d, name), "w").close()
+    # background work of 2x2:hackbench (key with a workload): per run each guest did 100 Mops
+    # ("none": in 10 s; "corehint": in 5 s), a warmup row that must not count
+    with open(os.path.join(d, "guests-samples.txt"), "a") as f, \
+            open(os.path.join(d, "guests-background.txt"), "w") as b:
+        print("2x2-floating:hackbench warmup 0 2x2-a 999 1.0", file=b)
+        for rep in range(1, 4):
+            for mode, secs in (("none", 10.0), ("corehint", 5.0)):
+                for g in ("a", "b"):
+                    print("2x2-floating:hackbench", mode, rep, f"2x2-{g}", secs, file=f)
+                    print("2x2-floating:hackbench", mode, rep, f"2x2-{g}", 100, secs, file=b)
+    with open(os.path.join(d, "guests-steal.txt"), "w") as f:
+        print("2x2 steal 2x2-a 7", file=f)
 
     def report():
         p = subprocess.run([sys.executable, os.path.join(here, "guests-report"), d, "30"],
@@ -119,6 +131,17 @@ with tempfile.TemporaryDirectory() as d:
           "... and its interval is marked as including a bounded run")
     check(not lb["modes"]["corehint"]["median_ci95_includes_bound"], "an interval without a bounded run is not marked")
     check("corehint/none <=" in md, "the ratio line marks the bound")
+    wl = sc["2x2-floating:hackbench"]
+    check(wl["modes"]["none"]["background_mops_per_s_median"] == 20.0 and
+          wl["modes"]["corehint"]["background_mops_per_s_median"] == 40.0,
+          "background work: Mops/s summed over a run's guests, median over runs, warmup left out: "
+          f"{wl['modes']['none']['background_mops_per_s_median']}, "
+          f"{wl['modes']['corehint']['background_mops_per_s_median']}")
+    check("| 2x2-floating:hackbench | none | 3 | 0 | 10.00" in md and md.count("| 20.0 |") == 1,
+          "the table has the workload's row and its background column")
+    check(wl["guest_steal_ticks"] == [7], "a workload's row finds its guests' steal counters")
+    check(sc["2x2-pinned"]["modes"]["none"]["background_mops_per_s_median"] is None,
+          "no background file rows: no figure")
     runs_txt = open(os.path.join(d, "guests-runs.txt")).read().split("\n")
     check(sum(1 for l in runs_txt if l.startswith("2x2-pinned corehint ")) == reps, "guests-runs.txt: a row per run")
     md2, js2 = report()

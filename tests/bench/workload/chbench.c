@@ -10,10 +10,15 @@
  *   chbench cpu [-t THREADS] [-s SECONDS]
  *       CPU-bound throughput: THREADS threads run a fixed arithmetic kernel; prints operations
  *       per second.
+ *   chbench spin FILE
+ *       The background load of the benchmark guests, counted: runs the arithmetic kernel
+ *       forever and every 0.1 s writes the millions of operations done so far to FILE, so the
+ *       work a mode left the background is measured, not only the workload's time.
  *
  * Output is one line "CHBENCH <mode> key=value ..." so the host harness can grep it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,7 +37,7 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void die(const char *what)
+static _Noreturn void die(const char *what)
 {
     fprintf(stderr, "chbench: %s: %s\n", what, strerror(errno));
     exit(1);
@@ -189,7 +194,32 @@ static unsigned arg_uint(const char *s, unsigned min, unsigned max, const char *
 static void usage(FILE *f)
 {
     fprintf(f, "usage: chbench msg [-g GROUPS] [-f FDS] [-l LOOPS]\n"
-               "       chbench cpu [-t THREADS] [-s SECONDS]\n");
+               "       chbench cpu [-t THREADS] [-s SECONDS]\n"
+               "       chbench spin FILE\n");
+}
+
+/* Never returns (exits on an error); the counter file is rewritten in place, its digits only grow. */
+static _Noreturn void run_spin(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    volatile uint64_t x = 1;
+    uint64_t mops = 0;
+    double next = now() + 0.1;
+
+    if (fd < 0)
+        die(path);
+    for (;;) {
+        for (unsigned i = 0; i < 1000000; i++)
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        mops++;
+        if (now() >= next) {
+            char b[32];
+            int len = snprintf(b, sizeof(b), "%llu\n", (unsigned long long)mops);
+            if (pwrite(fd, b, (size_t)len, 0) != len)
+                die(path);
+            next = now() + 0.1;
+        }
+    }
 }
 
 int main(int argc, char **argv)
@@ -229,6 +259,8 @@ int main(int argc, char **argv)
         }
         return run_cpu(t, s);
     }
+    if (strcmp(mode, "spin") == 0 && argc == 3)
+        run_spin(argv[2]);
     usage(stderr);
     return 2;
 }
