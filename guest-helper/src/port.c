@@ -204,7 +204,7 @@ static void set_async(struct port *p, bool on)
         log_msg(LOG_LVL_DEBUG, "port %s: O_ASYNC: %s", p->path, strerror(errno));
 }
 
-static void probe(struct port *p);
+static void probe(struct port *p, const char *cause);
 
 static void arm_probe(struct port *p)
 {
@@ -233,18 +233,42 @@ static void host_away(struct port *p)
     set_async(p, true);
     arm_probe(p);
     p->ops->down(p->ctx);
-    probe(p); /* it may have come back before SIGIO was on */
+    probe(p, "at once"); /* it may have come back before SIGIO was on */
 }
 
-/* Is the host side of the virtio port open?  poll() without waiting: POLLHUP says it is not. */
-static bool host_present(const struct port *p)
+enum host_side { HOST_PRESENT, HOST_AWAY, HOST_GONE };
+
+/*
+ * The host side of the virtio port, by poll() without waiting: virtio_console reports
+ * POLLIN|POLLHUP while the host side is closed (a read returns what is left, then 0), and
+ * POLLHUP alone once the port itself is gone (hot-unplugged: a read fails with ENODEV).
+ */
+static enum host_side host_side(const struct port *p)
 {
     struct pollfd pfd = {.fd = p->fd, .events = POLLIN | POLLOUT};
 
-    return poll(&pfd, 1, 0) >= 0 && !(pfd.revents & (POLLHUP | POLLERR | POLLNVAL));
+    if (poll(&pfd, 1, 0) < 0 || (pfd.revents & (POLLERR | POLLNVAL)))
+        return HOST_GONE;
+    if (!(pfd.revents & POLLHUP))
+        return HOST_PRESENT;
+    return (pfd.revents & POLLIN) ? HOST_AWAY : HOST_GONE;
 }
 
-static void host_arrived(struct port *p)
+/*
+ * Lines a host wrote before it left, unread while we were away, belong to its session, not to
+ * the next host's (the reopen cycle dropped them with the port).  A host arriving between the
+ * poll() and this read may lose its first lines: its answer to our hello brings them back.
+ */
+static void discard_input(struct port *p)
+{
+    char buf[4096];
+    ssize_t r;
+
+    while ((r = read(p->fd, buf, sizeof(buf))) > 0 || (r < 0 && errno == EINTR))
+        p->stats.discarded += r > 0 ? (uint64_t)r : 0;
+}
+
+static void host_arrived(struct port *p, const char *cause)
 {
     p->away = false;
     p->heard = false;
@@ -255,29 +279,37 @@ static void host_arrived(struct port *p)
         return;
     }
     p->stats.arrivals++;
-    log_msg(LOG_LVL_INFO, "port %s: host connected", p->path);
+    log_msg(LOG_LVL_INFO, "port %s: host connected (%s)", p->path, cause);
     p->ops->up(p->ctx);
 }
 
-static void probe(struct port *p)
+/* While away: has the host come back (cause: what made us look), or the port gone? */
+static void probe(struct port *p, const char *cause)
 {
-    if (p->fd < 0 || p->is_socket)
+    if (p->fd < 0 || p->is_socket || !p->away)
         return;
-    bool present = host_present(p);
-    if (p->away && present)
-        host_arrived(p);
-    else if (p->away)
+    switch (host_side(p)) {
+    case HOST_PRESENT:
+        host_arrived(p, cause);
+        break;
+    case HOST_AWAY:
+        discard_input(p);
         arm_probe(p);
+        break;
+    case HOST_GONE:
+        close_port(p, "port gone");
+        break;
+    }
 }
 
 static void on_sigio(evutil_socket_t sig, short what, void *arg)
 {
-    probe(arg);
+    probe(arg, "SIGIO");
 }
 
 static void on_probe(evutil_socket_t fd, short what, void *arg)
 {
-    probe(arg);
+    probe(arg, "probe");
 }
 
 static void on_read(evutil_socket_t fd, short what, void *arg)
@@ -403,13 +435,9 @@ static void try_open(evutil_socket_t unused, short what, void *arg)
     }
     log_msg(LOG_LVL_INFO, "port %s open (character device)", p->path);
     p->away = true; /* until poll() says the host side is open */
-    if (host_present(p)) {
-        host_arrived(p);
-    } else {
-        set_async(p, true);
-        arm_probe(p);
-        probe(p);
-    }
+    set_async(p, true);
+    arm_probe(p);
+    probe(p, "open");
 }
 
 struct port *port_new(struct event_base *base, const struct config *cfg, const struct port_ops *ops,

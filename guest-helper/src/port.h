@@ -36,6 +36,7 @@ struct port_stats {
     uint64_t oversized;    /* lines over CH_LINE_MAX, dropped */
     uint64_t dropped_msgs; /* output messages that did not fit the buffer */
     uint64_t write_stalls; /* virtio writes that took nothing */
+    uint64_t discarded;    /* virtio: bytes a host left unread when it went away, dropped */
 };
 
 struct port *port_new(struct event_base *base, const struct config *cfg, const struct port_ops *ops,
