@@ -91,6 +91,10 @@ with tempfile.TemporaryDirectory() as d:
                 for g in ("a", "b"):
                     print("2x2-floating:hackbench", mode, rep, f"2x2-{g}", secs, file=f)
                     print("2x2-floating:hackbench", mode, rep, f"2x2-{g}", 100, secs, file=b)
+            # the oracle's static candidates: the best is oracle-1.2 (4 s)
+            for mode, secs in (("oracle-1.1", 8.0), ("oracle-1.2", 4.0 + rep / 100), ("oracle-2.2", 10.0)):
+                for g in ("a", "b"):
+                    print("2x2-floating:hackbench", mode, rep, f"2x2-{g}", secs, file=f)
     with open(os.path.join(d, "guests-steal.txt"), "w") as f:
         print("2x2 steal 2x2-a 7", file=f)
 
@@ -140,6 +144,12 @@ with tempfile.TemporaryDirectory() as d:
     check("| 2x2-floating:hackbench | none | 3 | 0 | 10.00" in md and md.count("| 20.0 |") == 1,
           "the table has the workload's row and its background column")
     check(wl["guest_steal_ticks"] == [7], "a workload's row finds its guests' steal counters")
+    check(wl.get("oracle_best") == "oracle-1.2" and abs(wl["corehint_over_oracle"] - 5.0 / 4.02) < 1e-9,
+          f"the oracle is the best static candidate: {wl.get('oracle_best')}, corehint/oracle "
+          f"{wl.get('corehint_over_oracle')}")
+    check("| 2x2-floating:hackbench | oracle-2.2 | 3 |" in md and "best static sets: oracle-1.2" in md,
+          "every candidate has its row, the ratio line names the best")
+    check("oracle_best" not in sc["2x2-pinned"], "no candidates, no oracle")
     check(sc["2x2-pinned"]["modes"]["none"]["background_mops_per_s_median"] is None,
           "no background file rows: no figure")
     runs_txt = open(os.path.join(d, "guests-runs.txt")).read().split("\n")

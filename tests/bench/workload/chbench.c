@@ -12,13 +12,12 @@
  *       per second.
  *   chbench spin FILE
  *       The background load of the benchmark guests, counted: runs the arithmetic kernel
- *       forever and every 0.1 s writes the millions of operations done so far to FILE, so the
- *       work a mode left the background is measured, not only the workload's time.
+ *       forever and every 0.1 s replaces FILE with the millions of operations done so far, so
+ *       the work a mode left the background is measured, not only the workload's time.
  *
  * Output is one line "CHBENCH <mode> key=value ..." so the host harness can grep it.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -198,27 +197,36 @@ static void usage(FILE *f)
                "       chbench spin FILE\n");
 }
 
-/* Never returns (exits on an error); the counter file is rewritten in place, its digits only grow. */
+/*
+ * Never returns (exits on an error).  The count is written to a hidden file beside FILE and
+ * renamed over it, so a reader sees a whole number, old or new (rewritten in place, a reader
+ * racing the write was seen to get a torn one).
+ */
 static _Noreturn void run_spin(const char *path)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    char tmp[4096];
+    const char *slash = strrchr(path, '/');
+    int dirlen = slash ? (int)(slash - path + 1) : 0;
     volatile uint64_t x = 1;
     uint64_t mops = 0;
-    double next = now() + 0.1;
+    double next = now();
 
-    if (fd < 0)
+    if (snprintf(tmp, sizeof(tmp), "%.*s.%s.tmp", dirlen, path, path + dirlen) >=
+        (int)sizeof(tmp)) {
+        errno = ENAMETOOLONG;
         die(path);
+    }
     for (;;) {
+        if (now() >= next) {
+            FILE *f = fopen(tmp, "w");
+            if (!f || fprintf(f, "%llu\n", (unsigned long long)mops) < 0 || fclose(f) != 0 ||
+                rename(tmp, path) < 0)
+                die(tmp);
+            next = now() + 0.1;
+        }
         for (unsigned i = 0; i < 1000000; i++)
             x = x * 6364136223846793005ULL + 1442695040888963407ULL;
         mops++;
-        if (now() >= next) {
-            char b[32];
-            int len = snprintf(b, sizeof(b), "%llu\n", (unsigned long long)mops);
-            if (pwrite(fd, b, (size_t)len, 0) != len)
-                die(path);
-            next = now() + 0.1;
-        }
     }
 }
 
@@ -240,10 +248,18 @@ int main(int argc, char **argv)
         unsigned g = 4, f = 10, l = 100;
         while ((opt = getopt(argc, argv, "g:f:l:")) != -1) {
             switch (opt) {
-            case 'g': g = arg_uint(optarg, 1, 100, "GROUPS"); break;
-            case 'f': f = arg_uint(optarg, 1, 100, "FDS"); break;
-            case 'l': l = arg_uint(optarg, 1, 1000000, "LOOPS"); break;
-            default: usage(stderr); return 2;
+            case 'g':
+                g = arg_uint(optarg, 1, 100, "GROUPS");
+                break;
+            case 'f':
+                f = arg_uint(optarg, 1, 100, "FDS");
+                break;
+            case 'l':
+                l = arg_uint(optarg, 1, 1000000, "LOOPS");
+                break;
+            default:
+                usage(stderr);
+                return 2;
             }
         }
         return run_msg(g, f, l);
@@ -252,9 +268,15 @@ int main(int argc, char **argv)
         unsigned t = (unsigned)sysconf(_SC_NPROCESSORS_ONLN), s = 5;
         while ((opt = getopt(argc, argv, "t:s:")) != -1) {
             switch (opt) {
-            case 't': t = arg_uint(optarg, 1, 1024, "THREADS"); break;
-            case 's': s = arg_uint(optarg, 1, 3600, "SECONDS"); break;
-            default: usage(stderr); return 2;
+            case 't':
+                t = arg_uint(optarg, 1, 1024, "THREADS");
+                break;
+            case 's':
+                s = arg_uint(optarg, 1, 3600, "SECONDS");
+                break;
+            default:
+                usage(stderr);
+                return 2;
             }
         }
         return run_cpu(t, s);
