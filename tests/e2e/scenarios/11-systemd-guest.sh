@@ -95,14 +95,17 @@ run 'systemctl start corehint-guestd.service' || e2e_fail "systemctl start"
 e2e_until 60 pref_is 0 || e2e_fail "the hint was not applied after the restart"
 
 pid=$(run 'systemctl show -p MainPID --value corehint-guestd.service')
-restores() { run 'journalctl -b -o cat -u corehint-guestd.service | grep -c "restored every online CPU as preferred"' || true; }
+# By the daemon's syslog identifier, not its unit: journald attributes a line to a unit from
+# the writer's cgroup, which a process as short-lived as ExecStopPost's may have left by then
+# (a CI run found the restart in the journal but not the restore line, under -u).
+restores() { run 'journalctl -b -o cat -t corehint-guestd | grep -c "restored every online CPU as preferred"' || true; }
 before=$(restores)
 run 'systemctl kill -s KILL corehint-guestd.service' || e2e_fail "systemctl kill"
 # Between the kill and the restart (RestartSec=1) ExecStopPost restores the full set; the new
 # helper applies the host's hint a second later, too soon to be sure to see the full set in
 # the file from here: its journal line is the evidence.
-e2e_until 30 sh -c "[ \"\$(\"$E2E_SRC/tests/e2e/qga-run\" \"$E2E_URI\" \"$name\" 'journalctl -b -o cat -u corehint-guestd.service | grep -c \"restored every online CPU as preferred\"')\" -gt $before ]" ||
-    e2e_fail "ExecStopPost did not restore the full set after the SIGKILL (journal: $(run 'journalctl -b -o cat -u corehint-guestd.service | tail -5'))"
+e2e_until 30 sh -c "[ \"\$(\"$E2E_SRC/tests/e2e/qga-run\" \"$E2E_URI\" \"$name\" 'journalctl -b -o cat -t corehint-guestd | grep -c \"restored every online CPU as preferred\"')\" -gt $before ]" ||
+    e2e_fail "ExecStopPost did not restore the full set after the SIGKILL (journal: $(run 'journalctl -b -o short-monotonic _SYSTEMD_UNIT=corehint-guestd.service + SYSLOG_IDENTIFIER=corehint-guestd | tail -15'))"
 e2e_log "ok: ExecStopPost restored the full set while the killed helper was down"
 e2e_until 60 sh -c "p=\$($E2E_SRC/tests/e2e/qga-run $E2E_URI $name 'systemctl show -p MainPID --value corehint-guestd.service'); [ -n \"\$p\" ] && [ \"\$p\" != 0 ] && [ \"\$p\" != $pid ]" ||
     e2e_fail "systemd did not restart the helper after SIGKILL"
