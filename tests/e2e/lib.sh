@@ -160,6 +160,18 @@ e2e_guest() {
 
 e2e_domname() { echo "corehint-e2e-$1-$$"; }
 
+# e2e_channel_xml SOCKET: write $E2E_DIR/channel.xml, the corehint channel on SOCKET as a
+# device for virsh attach-device / detach-device --live, and print its path.
+e2e_channel_xml() {
+    cat >"$E2E_DIR/channel.xml" <<XML
+<channel type='unix'>
+  <source mode='bind' path='$1'/>
+  <target type='virtio' name='org.corehint.0'/>
+</channel>
+XML
+    echo "$E2E_DIR/channel.xml"
+}
+
 # e2e_destroy SHORTNAME: stop a guest now (it stays defined until cleanup).
 e2e_destroy() {
     virsh -q -c "$E2E_URI" destroy "$(e2e_domname "$1")" >/dev/null || e2e_fail "virsh destroy $1"

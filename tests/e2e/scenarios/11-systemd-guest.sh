@@ -56,14 +56,9 @@ run 'cat /sys/devices/system/cpu/preferred' | grep -qx 0-1 || e2e_fail "preferre
 
 # The port arrives: udev's rule wants the unit.
 sock=$E2E_DIR/deb.sock
-cat >"$E2E_DIR/channel.xml" <<XML
-<channel type='unix'>
-  <source mode='bind' path='$sock'/>
-  <target type='virtio' name='org.corehint.0'/>
-</channel>
-XML
+chan=$(e2e_channel_xml "$sock")
 t0=$(date +%s%N)
-virsh -q -c "$E2E_URI" attach-device "$name" "$E2E_DIR/channel.xml" --live >/dev/null ||
+virsh -q -c "$E2E_URI" attach-device "$name" "$chan" --live >/dev/null ||
     e2e_fail "virsh attach-device (the corehint channel)"
 e2e_until 60 sh -c "[ \"\$($E2E_SRC/tests/e2e/qga-run $E2E_URI $name 'systemctl is-active corehint-guestd.service')\" = active ]" ||
     e2e_fail "the unit did not start when the port appeared: $(run 'systemctl status corehint-guestd.service --no-pager 2>&1 | tail -5')"

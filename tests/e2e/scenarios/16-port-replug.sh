@@ -18,18 +18,13 @@ kill -TERM "$E2E_HOSTD_PID"
 wait "$E2E_HOSTD_PID" 2>/dev/null
 e2e_wait_console a "host side closed; waiting for it" 30 "$mark" >/dev/null ||
     e2e_fail "the guest did not notice hostd leave (port kept open)"
-cat >"$E2E_DIR/channel.xml" <<XML
-<channel type='unix'>
-  <source mode='bind' path='$E2E_DIR/a.sock'/>
-  <target type='virtio' name='org.corehint.0'/>
-</channel>
-XML
-virsh -q -c "$E2E_URI" detach-device "$dom" "$E2E_DIR/channel.xml" --live >/dev/null ||
+chan=$(e2e_channel_xml "$E2E_DIR/a.sock")
+virsh -q -c "$E2E_URI" detach-device "$dom" "$chan" --live >/dev/null ||
     e2e_fail "virsh detach-device (the corehint channel)"
 e2e_wait_console a "closed: port gone" 30 "$mark" >/dev/null ||
     e2e_fail "the guest did not let go of the unplugged port: $(tail -n +"$mark" "$E2E_DIR/a.log" | grep -E 'port ' | tail -3 | tr '\n' '|')"
 e2e_log "ok: the unplugged port was closed while the host was away"
-virsh -q -c "$E2E_URI" attach-device "$dom" "$E2E_DIR/channel.xml" --live >/dev/null ||
+virsh -q -c "$E2E_URI" attach-device "$dom" "$chan" --live >/dev/null ||
     e2e_fail "virsh attach-device (the corehint channel)"
 e2e_start_hostd --interval-ms 1000
 e2e_expect "the next hostd's hints apply on the plugged-in port" \
