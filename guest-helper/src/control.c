@@ -596,8 +596,19 @@ int control_start(struct control *c)
 
 void control_reconfigure(struct control *c, const struct config *cfg)
 {
+    enum fallback_kind was = c->fb.kind;
+
     c->cfg = cfg;
     fallback_reconfigure(&c->fb, cfg);
+    /* A guest in its fallback switches to the newly configured one now, not at the next lease
+     * expiry, which may never come.  (A kernel fallback that could not load and runs the local
+     * governor instead is tried again.) */
+    if (c->mode == CH_MODE_FALLBACK && !c->once && c->fb.active && cfg->fallback != was) {
+        log_msg(LOG_LVL_INFO, "fallback %s -> %s (configuration reloaded)",
+                config_fallback_name(was), config_fallback_name(cfg->fallback));
+        enter_fallback(c);
+        send_status(c);
+    }
     arm_tick(c);
 }
 

@@ -827,6 +827,46 @@ def sighup_reload(tree, host, d):
     check(s["applied"] == "0-3", "reloaded fallback none in force: %s" % s)
 
 
+@plain
+def reload_switches_fallback():
+    """A guest in its fallback takes a reloaded fallback at once: none -> kernel loads the
+    module, kernel -> local unloads it, local -> none restores every online CPU; a guest that
+    never hears from a host (or whose host left) would otherwise keep the old one forever."""
+    tree = Tree()
+    fake, log = fake_modprobe(tree)
+    conf = os.path.join(tree.root, "none.conf")
+    host = Host(os.path.join(tree.root, "port.sock"))
+    mod = os.path.join(tree.sys, "module/steal_governor")
+    Tree.write(conf, "fallback = none\n")
+    d = Daemon(tree, ["--port", host.path, "--modprobe", fake, "--interval-ms", "200"])
+    try:
+        host.accept()
+        host.expect(type="status", mode="fallback", applied="0-3")
+        Tree.write(conf, "fallback = kernel\n")
+        d.signal(signal.SIGHUP)
+        wait_for(lambda: os.path.isdir(mod), 5, "steal_governor loaded by the reload")
+        check("fallback none -> kernel (configuration reloaded)" in d.log_text(), "the switch is logged")
+        # what the module writes is reported
+        Tree.write(tree.preferred_path, "0-1\n")
+        host.expect(type="status", mode="fallback", applied="0-1", timeout=3)
+        Tree.write(conf, "fallback = local\n")
+        d.signal(signal.SIGHUP)
+        wait_for(lambda: not os.path.isdir(mod), 5, "steal_governor unloaded by the reload")
+        Tree.write(conf, "fallback = none\n")
+        d.signal(signal.SIGHUP)
+        host.expect(type="status", mode="fallback", applied="0-3", timeout=3)
+        check(tree.preferred() == "0-3\n", "fallback none wrote every online CPU: %r" % tree.preferred())
+        # a reload that keeps the fallback changes nothing
+        n = d.log_text().count("(configuration reloaded)")
+        d.signal(signal.SIGHUP)
+        wait_for(lambda: d.log_text().count("reloaded ") >= 4, 5, "fourth reload")
+        check(d.log_text().count("(configuration reloaded)") == n, "same fallback: no switch")
+    finally:
+        d.stop()
+        host.close(listener_too=True)
+        tree.cleanup()
+
+
 SANITIZED = os.environ.get("GUESTD_SANITIZED") == "1"
 
 
