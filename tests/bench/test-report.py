@@ -152,6 +152,39 @@ with tempfile.TemporaryDirectory() as d:
     check("oracle_best" not in sc["2x2-pinned"], "no candidates, no oracle")
     check(sc["2x2-pinned"]["modes"]["none"]["background_mops_per_s_median"] is None,
           "no background file rows: no figure")
+    check("EMULATED STEAL" not in md and "Guest clock" not in md, "no feed, no clock file: neither is claimed")
+    # EMULATED STEAL: a feed, the guests' clock, the governors' per-run state
+    with open(os.path.join(d, "guests-stealfeed-2x2.json"), "w") as f:
+        json.dump({"interval_ms": 100, "guests": [
+            {"socket": "/x/2x2-a.steal.sock", "qemu_pid": 1, "lines_sent": 10, "lines_answered": 9,
+             "lines_dropped": 1, "steal_fed_ns": 2500000000, "latency_ms_median": 10.5,
+             "latency_ms_p95": 90.0, "latency_ms_max": 400.0}]}, f)
+    with open(os.path.join(d, "guests-clock.txt"), "w") as f:
+        print("2x2 2x2-a tsc", file=f)
+    with open(os.path.join(d, "guests-governor.txt"), "w") as f:
+        # run 1: loaded in both, narrowed before the run and held; run 2: one guest without the
+        # module, nothing narrowed; steal 100 ticks over 10 s of 2 vCPUs: a share of 0.05
+        print("2x2-floating:hackbench steal-governor 1 2x2-a 2 1 0 0 0 100 10.00", file=f)
+        print("2x2-floating:hackbench steal-governor 1 2x2-b 2 1 0 0 0 100 10.00", file=f)
+        print("2x2-floating:hackbench steal-governor 2 2x2-a 2 0 0 0-1 0-1 300 10.00", file=f)
+        print("2x2-floating:hackbench steal-governor 2 2x2-b 2 1 2 0-1 0-1 300 10.00", file=f)
+    with open(os.path.join(d, "guests-samples.txt"), "a") as f:
+        for rep in (1, 2):
+            for g in ("a", "b"):
+                print("2x2-floating:hackbench steal-governor", rep, f"2x2-{g}", 7.0, file=f)
+    md, js = report()
+    doc = json.loads(js)
+    check(md.startswith("Guest clock: clocksource tsc") and "**EMULATED STEAL**" in md.split("\n\n")[1],
+          "the report opens with the guests' clock and the EMULATED STEAL label")
+    check(doc["emulated_steal"]["2x2"]["guests"][0]["latency_ms_median"] == 10.5 and
+          "| 2x2 | 2x2-a | 10 | 9 | 1 | 2.5 | 10.5 | 90.0 | 400.0 |" in md, "the feed's table row")
+    g = doc["scenarios"]["2x2-floating:hackbench"]["modes"]["steal-governor"]["governor"]
+    check(g["runs"] == 2 and g["runs_loaded_in_every_guest"] == 1 and g["runs_acted"] == 2 and
+          g["runs_with_a_set_change"] == 1, f"governor runs: loaded 1 of 2, acted 2 of 2, changed 1 of 2: {g}")
+    check(abs(g["guest_steal_share_median"] - 0.10) < 1e-9,
+          f"steal share: the median over runs of 0.05 and 0.15, got {g['guest_steal_share_median']}")
+    check("| 2x2-floating:hackbench | steal-governor | 2 | 1 of 2 | 2 of 2 | 1 of 2 | 0 | 0.10 |" in md,
+          "the governors' table row")
     runs_txt = open(os.path.join(d, "guests-runs.txt")).read().split("\n")
     check(sum(1 for l in runs_txt if l.startswith("2x2-pinned corehint ")) == reps, "guests-runs.txt: a row per run")
     md2, js2 = report()

@@ -40,6 +40,8 @@ fi
 . "$E2E_SRC/tests/lib/owned"
 # shellcheck source=../lib/guest-firmware
 . "$E2E_SRC/tests/lib/guest-firmware"
+# shellcheck source=../lib/guest-clock
+. "$E2E_SRC/tests/lib/guest-clock"
 
 e2e_log() { echo "[e2e $E2E_NAME +$((SECONDS - E2E_T0))s] $*" >&2; }
 
@@ -132,15 +134,28 @@ e2e_begin() {
         { echo "e2e: mkguest failed" >&2; exit 1; }
     # qemu (user libvirt-qemu) reads the kernel: make its directory chain traversable.
     chmod o+rx "$kdir" && chmod o+r "$E2E_KERNEL"
+    e2e_guest_clock || exit 1
     e2e_log "kernel $E2E_KERNEL initrd $E2E_INITRD dir $E2E_DIR"
+}
+
+# e2e_guest_clock: set E2E_CLOCK_ARGS, the guest kernel arguments that make the guests keep
+# time with the host's TSC (tests/lib/guest-clock says why).
+e2e_guest_clock() {
+    E2E_CLOCK_ARGS=$(guest_clock_args) || return 1
+    e2e_log "guest clock: ${E2E_CLOCK_ARGS:-ticks (no constant host TSC)}"
 }
 
 # e2e_guest SHORTNAME VCPUS "CMDLINE" [PIN]: define and start a guest; its console goes to
 # $E2E_DIR/SHORTNAME.log, its corehint channel socket is $E2E_DIR/SHORTNAME.sock.  PIN is a host
 # cpuset every vCPU is pinned to, or "n" to pin vCPU n to host CPU n.  E2E_ON_REBOOT (default
 # destroy) is the domain's <on_reboot>: "restart" for a guest that survives `virsh reset`.
+# E2E_STEAL_CHANNEL=1 adds the EMULATED STEAL test channel (org.corehint.test.steal, host side
+# $E2E_DIR/SHORTNAME.steal.sock; tests/bench/stealfeed).
 e2e_guest() {
     local short=$1 vcpus=$2 cmdline=$3 pin=${4:-} name cputune="" v onreboot=${E2E_ON_REBOOT:-destroy}
+    local devices=""
+    [ "${E2E_STEAL_CHANNEL:-0}" = 1 ] &&
+        devices="<channel type='unix'><source mode='bind' path='$E2E_DIR/$short.steal.sock'/><target type='virtio' name='org.corehint.test.steal'/></channel>"
     name="corehint-e2e-$short-$$"
     if [ -n "$pin" ]; then
         cputune="<cputune>"
@@ -150,9 +165,9 @@ e2e_guest() {
         cputune+="</cputune>"
     fi
     sed -e "s|@TYPE@|$E2E_TYPE|" -e "s|@NAME@|$name|" -e "s|@MEMORY@|256|" -e "s|@VCPUS@|$vcpus|g" \
-        -e "s|@ONREBOOT@|$onreboot|" \
+        -e "s|@ONREBOOT@|$onreboot|" -e "s|@EXTRA@|$devices|" \
         -e "s|@CPUTUNE@|$cputune|" -e "s|@KERNEL@|$E2E_KERNEL|" -e "s|@INITRD@|$E2E_INITRD|" \
-        -e "s|@CMDLINE@|$cmdline|" -e "s|@SERIAL@|$E2E_DIR/$short.log|" \
+        -e "s|@CMDLINE@|$cmdline${E2E_CLOCK_ARGS:+ $E2E_CLOCK_ARGS}|" -e "s|@SERIAL@|$E2E_DIR/$short.log|" \
         -e "s|@CHANNEL@|$E2E_DIR/$short.sock|" "$E2E_SRC/tests/e2e/domain.xml.in" >"$E2E_DIR/$short.xml"
     guests_start "$name" "$E2E_DIR/$short.xml" || e2e_fail "cannot start guest $short"
     e2e_log "started $name ($vcpus vCPUs${pin:+, pinned to $pin}, $cmdline): $GUESTS_START_S"

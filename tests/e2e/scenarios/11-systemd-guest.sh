@@ -24,8 +24,8 @@ name=$(e2e_domname deb)
 # The busybox guests' domain, with 1 GiB (the root lives in the initramfs) and no corehint
 # channel: the port arrives later, hot-plugged.
 sed -e "s|@TYPE@|$E2E_TYPE|" -e "s|@NAME@|$name|" -e "s|@MEMORY@|1024|" -e "s|@VCPUS@|2|g" \
-    -e "s|@ONREBOOT@|destroy|" -e "s|@CPUTUNE@||" -e "s|@KERNEL@|$E2E_KERNEL|" -e "s|@INITRD@|$initrd|" \
-    -e "s|@CMDLINE@|systemd.show_status=false|" -e "s|@SERIAL@|$E2E_DIR/deb.log|" \
+    -e "s|@ONREBOOT@|destroy|" -e "s|@EXTRA@||" -e "s|@CPUTUNE@||" -e "s|@KERNEL@|$E2E_KERNEL|" -e "s|@INITRD@|$initrd|" \
+    -e "s|@CMDLINE@|systemd.show_status=false${E2E_CLOCK_ARGS:+ $E2E_CLOCK_ARGS}|" -e "s|@SERIAL@|$E2E_DIR/deb.log|" \
     "$E2E_SRC/tests/e2e/domain.xml.in" |
     python3 -c 'import re, sys; t = sys.stdin.read(); print(re.sub(r"\s*<channel type=.unix.>\s*<source[^>]*@CHANNEL@[^>]*/>\s*<target[^>]*org.corehint.0[^>]*/>\s*</channel>", "", t))' \
     >"$E2E_DIR/deb.xml"
