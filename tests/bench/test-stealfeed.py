@@ -51,6 +51,13 @@ time.sleep(3600)
 """
 
 
+def stop(*procs):
+    for p in procs:
+        if p:
+            p.kill()
+            p.wait()
+
+
 def waits(pid):
     out = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
@@ -137,11 +144,7 @@ with tempfile.TemporaryDirectory() as d:
         conn.close()
         lsock.close()
     finally:
-        if feeder:
-            feeder.kill()
-            feeder.wait()
-        qemu.kill()
-        qemu.wait()
+        stop(feeder, qemu)
 
     # A guest whose port is not there yet (qemu not listening): the feeder waits and connects
     # when it appears, without a burst of the steal accumulated meanwhile.
@@ -170,11 +173,7 @@ with tempfile.TemporaryDirectory() as d:
         conn.close()
         lsock.close()
     finally:
-        if feeder:
-            feeder.kill()
-            feeder.wait()
-        qemu.kill()
-        qemu.wait()
+        stop(feeder, qemu)
 
     r = subprocess.run([sys.executable, os.path.join(here, "stealfeed"), "sock-without-pid"],
                        capture_output=True, text=True)
