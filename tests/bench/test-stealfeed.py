@@ -175,6 +175,36 @@ with tempfile.TemporaryDirectory() as d:
     finally:
         stop(feeder, qemu)
 
+    # An idle guest (vCPU threads asleep): a line of zeros about once a second, answered.
+    qemu = subprocess.Popen([sys.executable, "-c", QEMU.replace("named(\"CPU %d/TCG\" % v, spin)",
+                                                                "named(\"CPU %d/TCG\" % v, lambda: time.sleep(3600))")],
+                            stdout=subprocess.PIPE, text=True)
+    feeder = None
+    try:
+        qemu.stdout.readline()
+        path = os.path.join(d, "idle.sock")
+        lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        lsock.bind(path)
+        lsock.listen(1)
+        feeder = subprocess.Popen([sys.executable, os.path.join(here, "stealfeed"), "--interval-ms", "50",
+                                   f"{path}:{qemu.pid}"])
+        lsock.settimeout(5)
+        conn, _ = lsock.accept()
+        conn.settimeout(5)
+        buf, t_end = b"", time.monotonic() + 2.5
+        while time.monotonic() < t_end:
+            try:
+                buf += conn.recv(4096)
+            except socket.timeout:
+                break
+        lines = [line.split() for line in buf.decode().splitlines()]
+        check(2 <= len(lines) <= 4 and all(f[2:] == ["0", "0", "0"] for f in lines),
+              f"an idle guest gets a line of zeros about once a second: {lines}")
+        conn.close()
+        lsock.close()
+    finally:
+        stop(feeder, qemu)
+
     r = subprocess.run([sys.executable, os.path.join(here, "stealfeed"), "sock-without-pid"],
                        capture_output=True, text=True)
     check(r.returncode == 2 and "SOCKET:QEMU_PID" in r.stderr, f"a bad argument is an error: {r.stderr}")
