@@ -199,9 +199,16 @@ kill $pin
 # --- a real-time task on a non-preferred CPU is left alone -------------------
 # Started on CPU 2, then allowed CPUs 0-2: the hint is for fair tasks only, so
 # the tick push leaves it on CPU 2 (a busy loop never sleeps: no wakeup to steer).
+# Widen only once chrt has made the loop SCHED_FIFO: a fair task allowed 0-2
+# is pushed to a preferred CPU, as it must be, and a loaded host can take
+# longer than any fixed sleep to get taskset -> chrt -> sh through exec.
 taskset -c 2 chrt -f 10 sh -c 'while :; do :; done' &
 rt=$!
-sleep 0.5
+t0=$(now_cs)
+while [ "$(awk '{ print $41 }' /proc/$rt/stat)" != 1 ] && [ $(( $(now_cs) - t0 )) -lt 2000 ]; do
+	sleep 0.05
+done
+sleep 0.2
 taskset -p -c 0-2 $rt >/dev/null
 sleep 1
 bad=0; seen=
