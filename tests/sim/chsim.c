@@ -32,6 +32,23 @@
 #define GUEST_TICK_US 4000u  /* guest HZ=250: task slices, tick-time push, load balance */
 #define SPIN_HALT_US 2000u   /* a waiter spins this long before it halts (pv-spinlock style) */
 
+struct sim_costs sim_costs_default(void)
+{
+    /* tests/sim/calibrate's best fit to the cover letter's rows (README.md, "Calibration") */
+    return (struct sim_costs){
+        .smt = 1,
+        .smt_pct = 60,
+        .task_migrate_us = 100,
+        .vcpu_migrate_us = 0,
+        .ctxsw_us = 2,
+        .wake_us = 20,
+        .ipi_us = 0,
+        .sched_us = 50,
+        .preempt_aware = true,
+        .directed_yield = false,
+    };
+}
+
 void *sim_calloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size);
@@ -61,7 +78,7 @@ static unsigned jitter(struct sim *s, unsigned us)
 
 static bool vcpu_runnable(const struct sim_vcpu *v)
 {
-    return v->cur >= 0 || v->nq > 0;
+    return !v->pv_halted && (v->cur >= 0 || v->nq > 0 || v->rq_wait >= 0);
 }
 
 static unsigned vcpu_load(const struct sim_vcpu *v)
@@ -113,36 +130,76 @@ static void start_cycle(struct sim *s, struct sim_vm *vm, struct sim_task *t)
     t->left_us = jitter(s, vm->work.compute_us);
 }
 
-static void wake(struct sim *s, struct sim_vm *vm, int ti)
+/* Queue task ti where the wakeup placement puts it; a wakeup from vCPU `from` onto another
+ * vCPU costs the sender an IPI. */
+static void wake_onto(struct sim *s, struct sim_vm *vm, int ti, int from)
+{
+    unsigned to = place(vm, vm->task[ti].vcpu);
+
+    enqueue(vm, to, ti);
+    if (from >= 0 && (unsigned)from != to) {
+        vm->vcpu[from].stall_us += s->costs.ipi_us;
+        /* the remote run-queue lock: busy while that vCPU is in its scheduler */
+        if (vm->vcpu[to].sched_left_us)
+            vm->vcpu[from].rq_wait = (int)to;
+    }
+}
+
+static void wake(struct sim *s, struct sim_vm *vm, int ti, int from)
 {
     struct sim_task *t = &vm->task[ti];
 
+    if (t->state == TASK_IDLE)
+        return;
     t->tokens++;
     if (t->state != TASK_SLEEP)
         return;
     t->tokens--;
     start_cycle(s, vm, t);
-    enqueue(vm, place(vm, t->vcpu), ti);
+    wake_onto(s, vm, ti, from);
+}
+
+/* The computation of a cycle is done: who its message goes to and which lock it takes. */
+static void pick_peer_and_lock(struct sim *s, struct sim_vm *vm, struct sim_task *t, int ti)
+{
+    if (vm->work.group) {
+        unsigned g = (unsigned)ti / vm->work.group;
+        t->peer = (int)(g * vm->work.group + (unsigned)(rnd(s) % vm->work.group));
+        t->lock = (unsigned)t->peer % vm->nlocks; /* the receiver's pipe */
+    } else {
+        t->peer = -1;
+        t->lock = (unsigned)(rnd(s) % vm->nlocks);
+    }
 }
 
 /* The task running on v finished its cycle: count it, send its message, sleep or go on. */
-static void finish_cycle(struct sim *s, struct sim_vm *vm, struct sim_vcpu *v)
+static void finish_cycle(struct sim *s, struct sim_vm *vm, unsigned vi)
 {
+    struct sim_vcpu *v = &vm->vcpu[vi];
     struct sim_task *t = &vm->task[v->cur];
     int ti = v->cur;
 
     vm->units++;
+    if (vm->work.group && t->peer < 0)
+        pick_peer_and_lock(s, vm, t, ti);
+    if (vm->work.group) {
+        /* hackbench-like: message a random member of the task's group */
+        if (t->peer != ti)
+            wake(s, vm, t->peer, (int)vi);
+        else
+            t->tokens++;
+    }
+    t->peer = -1;
+    if (vm->work.burst_on_ms && !vm->bursting) {
+        t->state = TASK_IDLE;
+        t->tokens = 0;
+        v->cur = -1;
+        return;
+    }
     if (vm->work.group == 0) {
         start_cycle(s, vm, t);
         return;
     }
-    /* hackbench-like: message a random member of the task's group */
-    unsigned g = (unsigned)ti / vm->work.group;
-    int peer = (int)(g * vm->work.group + (unsigned)(rnd(s) % vm->work.group));
-    if (peer != ti)
-        wake(s, vm, peer);
-    else
-        t->tokens++;
     if (t->tokens > 0) {
         t->tokens--;
         start_cycle(s, vm, t);
@@ -152,13 +209,68 @@ static void finish_cycle(struct sim *s, struct sim_vm *vm, struct sim_vcpu *v)
     }
 }
 
-/* One step of the guest on vCPU vi, which holds a pCPU during this step. */
-static void guest_step(struct sim *s, struct sim_vm *vm, unsigned vi)
+/* Is the vCPU running task ti of vm preempted by the host (runnable, not on a pCPU)? */
+static bool holder_preempted(const struct sim_vm *vm, int ti, unsigned *vcpu)
 {
+    const struct sim_task *h = &vm->task[ti];
+
+    if (h->vcpu < 0)
+        return false;
+    *vcpu = (unsigned)h->vcpu;
+    return vm->vcpu[h->vcpu].on_pcpu < 0;
+}
+
+/* Spend this step's dt on an overhead left in *left, if any; true when the step went to it. */
+static bool burn(struct sim_vm *vm, struct sim_vcpu *v, uint64_t *left, unsigned dt)
+{
+    if (*left == 0)
+        return false;
+    uint64_t used = *left < dt ? *left : dt;
+    *left -= used;
+    vm->overhead_us += used;
+    v->guest_clock += DT_US;
+    return true;
+}
+
+/* One step of the guest on vCPU vi, which holds a pCPU during this step and progresses dt
+ * microseconds' worth of work in it (less than DT_US while an SMT sibling is busy). */
+static void guest_step(struct sim *s, unsigned m, unsigned vi, unsigned dt)
+{
+    struct sim_vm *vm = &s->vm[m];
     struct sim_vcpu *v = &vm->vcpu[vi];
 
-    if (v->cur < 0)
+    if (v->rq_wait >= 0) {
+        struct sim_vcpu *h = &vm->vcpu[v->rq_wait];
+        v->guest_clock += DT_US;
+        if (h->sched_left_us == 0) {
+            v->rq_wait = -1;
+        } else if (h->on_pcpu >= 0) {
+            vm->spin_us += dt; /* the holder runs: spin */
+            return;
+        } else {
+            v->pv_halted = true; /* pv_wait(): halt until the holder's unlock kicks us */
+            return;
+        }
+    }
+    /* in the scheduler (run-queue lock held), then any other overhead: no progress */
+    if (burn(vm, v, &v->sched_left_us, dt) || burn(vm, v, &v->stall_us, dt))
+        return;
+    if (v->cur < 0) {
         v->cur = dequeue(v);
+        if (v->cur >= 0) {
+            /* the switch to it: the scheduler holds this vCPU's run-queue lock meanwhile,
+             * then a task whose cache is elsewhere refills it before it gets anywhere */
+            struct sim_task *n = &vm->task[v->cur];
+            if (n->ran_on >= 0 && n->ran_on != (int)vi)
+                v->stall_us += s->costs.task_migrate_us;
+            n->ran_on = (int)vi;
+            v->sched_left_us = s->costs.sched_us;
+            if (v->sched_left_us || v->stall_us) {
+                v->guest_clock += DT_US;
+                return;
+            }
+        }
+    }
     if (v->cur < 0)
         return;
     struct sim_task *t = &vm->task[v->cur];
@@ -166,25 +278,37 @@ static void guest_step(struct sim *s, struct sim_vm *vm, unsigned vi)
     v->guest_clock += DT_US;
     switch (t->state) {
     case TASK_COMPUTE:
-        vm->useful_us += DT_US;
-        if (t->left_us > DT_US) {
-            t->left_us -= DT_US;
+        vm->useful_us += dt;
+        if (t->left_us > dt) {
+            t->left_us -= dt;
             break;
         }
         if (vm->work.cs_us == 0) {
-            finish_cycle(s, vm, v);
+            finish_cycle(s, vm, vi);
             break;
         }
+        pick_peer_and_lock(s, vm, t, v->cur);
         t->state = TASK_SPIN;
         t->spun_us = 0;
         __attribute__((fallthrough)); /* try the lock in this very step */
-    case TASK_SPIN:
-        if (vm->lock_owner < 0) {
-            vm->lock_owner = v->cur;
+    case TASK_SPIN: {
+        unsigned hv = 0;
+        int owner = vm->lock_owner[t->lock];
+        if (owner < 0) {
+            vm->lock_owner[t->lock] = v->cur;
             t->state = TASK_CS;
             t->left_us = jitter(s, vm->work.cs_us);
+        } else if (s->costs.preempt_aware && holder_preempted(vm, owner, &hv)) {
+            /* vcpu_is_preempted(holder): spinning is futile; halt until the unlock kicks
+             * us, and let the host run the holder's vCPU here (directed yield) */
+            t->state = TASK_LOCKWAIT;
+            v->cur = -1;
+            if (s->costs.directed_yield && v->on_pcpu >= 0) {
+                s->pcpu[v->on_pcpu].yield_vm = (int)m;
+                s->pcpu[v->on_pcpu].yield_vcpu = hv;
+            }
         } else {
-            vm->spin_us += DT_US;
+            vm->spin_us += dt;
             t->spun_us += DT_US;
             if (t->spun_us >= SPIN_HALT_US) {
                 /* halt until the unlock kicks us (pv spinlocks): the vCPU may idle */
@@ -193,26 +317,28 @@ static void guest_step(struct sim *s, struct sim_vm *vm, unsigned vi)
             }
         }
         break;
+    }
     case TASK_CS:
-        vm->useful_us += DT_US;
-        if (t->left_us > DT_US) {
-            t->left_us -= DT_US;
+        vm->useful_us += dt;
+        if (t->left_us > dt) {
+            t->left_us -= dt;
             break;
         }
-        vm->lock_owner = -1;
-        /* kick one halted waiter, it retries the lock */
+        vm->lock_owner[t->lock] = -1;
+        /* kick one halted waiter of this lock, it retries */
         for (unsigned i = 0; i < vm->ntask; i++) {
-            if (vm->task[i].state == TASK_LOCKWAIT) {
+            if (vm->task[i].state == TASK_LOCKWAIT && vm->task[i].lock == t->lock) {
                 vm->task[i].state = TASK_SPIN;
                 vm->task[i].spun_us = 0;
-                enqueue(vm, place(vm, vm->task[i].vcpu), (int)i);
+                wake_onto(s, vm, (int)i, (int)vi);
                 break;
             }
         }
-        finish_cycle(s, vm, v);
+        finish_cycle(s, vm, vi);
         break;
     case TASK_SLEEP:
     case TASK_LOCKWAIT:
+    case TASK_IDLE:
         v->cur = -1;
         break;
     }
@@ -264,12 +390,46 @@ static void guest_balance(struct sim_vm *vm)
     }
 }
 
+/* Put vCPU vi of VM m on pCPU p, charging the switch and a refill if it moved. */
+static void host_run(struct sim *s, unsigned p, unsigned m, unsigned vi)
+{
+    struct sim_pcpu *pc = &s->pcpu[p];
+    struct sim_vcpu *v = &s->vm[m].vcpu[vi];
+
+    if (pc->last_vm >= 0 && (pc->last_vm != (int)m || pc->last_vcpu != vi))
+        v->stall_us += s->costs.ctxsw_us;
+    if (v->last_pcpu >= 0 && v->last_pcpu != (int)p)
+        v->stall_us += s->costs.vcpu_migrate_us;
+    v->on_pcpu = (int)p;
+    v->last_pcpu = (int)p;
+    pc->vm = (int)m;
+    pc->vcpu = vi;
+    pc->last_vm = (int)m;
+    pc->last_vcpu = vi;
+    pc->slice_left_us = HOST_SLICE_US;
+}
+
 /* Host scheduler: each pCPU keeps its vCPU for a slice, then the runnable vCPU with the least
- * run time (CFS's vruntime with equal weights) takes over. */
+ * run time (CFS's vruntime with equal weights) takes over.  A vCPU that asked for a directed
+ * yield gives its pCPU to the vCPU it named, when that one is runnable and waiting. */
 static void host_schedule(struct sim *s)
 {
     for (unsigned p = 0; p < s->npcpu; p++) {
         struct sim_pcpu *pc = &s->pcpu[p];
+        if (pc->yield_vm >= 0) {
+            struct sim_vm *yvm = &s->vm[pc->yield_vm];
+            struct sim_vcpu *y = &yvm->vcpu[pc->yield_vcpu];
+            bool capped = yvm->capped && yvm->quota_left_us == 0;
+            if (y->on_pcpu < 0 && vcpu_runnable(y) && !capped) {
+                if (pc->vm >= 0)
+                    s->vm[pc->vm].vcpu[pc->vcpu].on_pcpu = -1;
+                yvm->yields++;
+                host_run(s, p, (unsigned)pc->yield_vm, pc->yield_vcpu);
+                pc->yield_vm = -1;
+                continue;
+            }
+            pc->yield_vm = -1;
+        }
         if (pc->vm >= 0) {
             struct sim_vcpu *v = &s->vm[pc->vm].vcpu[pc->vcpu];
             bool capped = s->vm[pc->vm].capped && s->vm[pc->vm].quota_left_us == 0;
@@ -298,18 +458,45 @@ static void host_schedule(struct sim *s)
         }
         if (best_vm < 0)
             continue;
-        struct sim_vcpu *v = &s->vm[best_vm].vcpu[best_v];
-        v->on_pcpu = (int)p;
-        v->last_pcpu = (int)p;
-        pc->vm = best_vm;
-        pc->vcpu = (unsigned)best_v;
-        pc->slice_left_us = HOST_SLICE_US;
+        host_run(s, p, (unsigned)best_vm, (unsigned)best_v);
+    }
+}
+
+/* Bursty workloads: a VM between bursts lets its tasks go idle as they finish their cycle;
+ * at the next burst they all start again. */
+static void bursts(struct sim *s)
+{
+    for (unsigned m = 0; m < s->nvm; m++) {
+        struct sim_vm *vm = &s->vm[m];
+        if (!vm->started || vm->work.burst_on_ms == 0)
+            continue;
+        uint64_t period = (vm->work.burst_on_ms + vm->work.burst_off_ms) * 1000ull;
+        bool on = (s->now_us - vm->start_us + vm->burst_phase_us) % period <
+                  vm->work.burst_on_ms * 1000ull;
+        if (on && !vm->bursting)
+            for (unsigned t = 0; t < vm->ntask; t++)
+                if (vm->task[t].state == TASK_IDLE) {
+                    start_cycle(s, vm, &vm->task[t]);
+                    enqueue(vm, place(vm, vm->task[t].vcpu), (int)t);
+                }
+        vm->bursting = on;
     }
 }
 
 void sim_step(struct sim *s)
 {
-    /* a vCPU that just became runnable does not get credit for the time it slept */
+    bursts(s);
+    /* the unlock of a run-queue lock kicks the vCPUs halted on it */
+    for (unsigned m = 0; m < s->nvm; m++)
+        for (unsigned i = 0; i < s->vm[m].nvcpu; i++) {
+            struct sim_vcpu *v = &s->vm[m].vcpu[i];
+            if (v->pv_halted && s->vm[m].vcpu[v->rq_wait].sched_left_us == 0) {
+                v->pv_halted = false;
+                v->rq_wait = -1;
+            }
+        }
+    /* a vCPU that just became runnable does not get credit for the time it slept, and pays
+     * for its wakeup */
     uint64_t min_rt = UINT64_MAX;
     for (unsigned m = 0; m < s->nvm; m++)
         for (unsigned i = 0; i < s->vm[m].nvcpu; i++)
@@ -319,8 +506,11 @@ void sim_step(struct sim *s)
         for (unsigned i = 0; i < s->vm[m].nvcpu; i++) {
             struct sim_vcpu *v = &s->vm[m].vcpu[i];
             bool r = vcpu_runnable(v);
-            if (r && !v->was_runnable && min_rt != UINT64_MAX && v->vruntime + HOST_SLICE_US < min_rt)
-                v->vruntime = min_rt - HOST_SLICE_US;
+            if (r && !v->was_runnable) {
+                if (min_rt != UINT64_MAX && v->vruntime + HOST_SLICE_US < min_rt)
+                    v->vruntime = min_rt - HOST_SLICE_US;
+                v->stall_us += s->costs.wake_us;
+            }
             v->was_runnable = r;
         }
 
@@ -334,13 +524,16 @@ void sim_step(struct sim *s)
         }
         struct sim_vm *vm = &s->vm[pc->vm];
         struct sim_vcpu *v = &vm->vcpu[pc->vcpu];
+        unsigned dt = DT_US;
+        if (s->costs.smt == 2 && s->pcpu[p ^ 1u].vm >= 0)
+            dt = DT_US * s->costs.smt_pct / 100;
         pc->busy_us += DT_US;
         pc->slice_left_us = pc->slice_left_us > DT_US ? pc->slice_left_us - DT_US : 0;
         v->run_us += DT_US;
         v->vruntime += DT_US;
         if (vm->capped)
             vm->quota_left_us = vm->quota_left_us > DT_US ? vm->quota_left_us - DT_US : 0;
-        guest_step(s, vm, pc->vcpu);
+        guest_step(s, (unsigned)pc->vm, pc->vcpu, dt);
     }
     /* runnable but not on a pCPU: host run-queue wait, which the guest sees as steal */
     for (unsigned m = 0; m < s->nvm; m++)
@@ -380,10 +573,14 @@ struct sim *sim_new(const struct sim_spec *spec)
     struct sim *s = sim_calloc(1, sizeof(*s));
 
     s->rng = spec->seed ? spec->seed : 0x9e3779b97f4a7c15u;
+    s->costs = spec->costs;
     s->npcpu = spec->npcpu;
     s->pcpu = sim_calloc(s->npcpu, sizeof(*s->pcpu));
-    for (unsigned p = 0; p < s->npcpu; p++)
+    for (unsigned p = 0; p < s->npcpu; p++) {
         s->pcpu[p].vm = -1;
+        s->pcpu[p].last_vm = -1;
+        s->pcpu[p].yield_vm = -1;
+    }
     s->nvm = spec->nvm;
     s->vm = sim_calloc(s->nvm, sizeof(*s->vm));
     for (unsigned m = 0; m < s->nvm; m++) {
@@ -395,17 +592,25 @@ struct sim *sim_new(const struct sim_spec *spec)
         vm->cooperates = !vs->ignores_hints;
         vm->vcpu = sim_calloc(vm->nvcpu, sizeof(*vm->vcpu));
         ch_cpuset_fill(&vm->preferred, vm->nvcpu);
-        vm->lock_owner = -1;
+        vm->nlocks = vs->work.locks ? vs->work.locks : 1;
+        vm->lock_owner = sim_calloc(vm->nlocks, sizeof(int));
+        for (unsigned l = 0; l < vm->nlocks; l++)
+            vm->lock_owner[l] = -1;
+        if (vs->work.burst_on_ms)
+            vm->burst_phase_us = rnd(s) % ((vs->work.burst_on_ms + vs->work.burst_off_ms) * 1000ull);
         vm->ntask = vs->work.tasks;
         vm->task = sim_calloc(vm->ntask, sizeof(*vm->task));
         for (unsigned i = 0; i < vm->nvcpu; i++) {
             vm->vcpu[i].cur = -1;
             vm->vcpu[i].on_pcpu = -1;
             vm->vcpu[i].last_pcpu = -1;
+            vm->vcpu[i].rq_wait = -1;
             vm->vcpu[i].q = sim_calloc(vm->ntask + 1, sizeof(int));
         }
         for (unsigned t = 0; t < vm->ntask; t++) {
             vm->task[t].vcpu = -1;
+            vm->task[t].ran_on = -1;
+            vm->task[t].peer = -1;
             vm->task[t].state = TASK_SLEEP;
         }
         vm->start_us = vs->start_s * 1000000ull;
@@ -422,6 +627,10 @@ void sim_start_due(struct sim *s)
             continue;
         vm->started = true;
         for (unsigned t = 0; t < vm->ntask; t++) {
+            if (vm->work.group && vm->work.inflight && t % vm->work.group >= vm->work.inflight) {
+                vm->task[t].vcpu = (int)(t % vm->nvcpu);
+                continue; /* sleeps until a message comes */
+            }
             start_cycle(s, vm, &vm->task[t]);
             enqueue(vm, t % vm->nvcpu, (int)t);
         }
@@ -437,6 +646,7 @@ void sim_free(struct sim *s)
             free(s->vm[m].vcpu[i].q);
         free(s->vm[m].vcpu);
         free(s->vm[m].task);
+        free(s->vm[m].lock_owner);
     }
     free(s->vm);
     free(s->pcpu);

@@ -5,6 +5,7 @@
  * preferred-set size of every VM over time (for the plot).  All figures are SIMULATED.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,30 +23,56 @@
 enum policy { POL_NONE, POL_GOVERNOR, POL_COREHINT, NPOLICY };
 static const char *const policy_names[] = {"none", "governor", "corehint"};
 
+/* Workload shapes.  Times are per cycle; see README.md for what they stand for.  Not const:
+ * --work changes them (calibration sweeps). */
+enum workload { W_HACKBENCH, W_PGBENCH, W_SYSBENCH, W_CPU8, NWORK };
+static struct sim_work shapes[NWORK] = {
+    [W_HACKBENCH] = {.tasks = 40, .compute_us = 200, .cs_us = 30, .group = 10, .locks = 1},
+    [W_PGBENCH] = {.tasks = 16, .compute_us = 600, .cs_us = 300, .locks = 1},
+    [W_SYSBENCH] = {.tasks = 4, .compute_us = 2000},
+    [W_CPU8] = {.tasks = 8, .compute_us = 2000},
+};
+static const char *const shape_names[NWORK] = {"hackbench", "pgbench", "sysbench", "cpu8"};
+
 struct scenario {
     const char *name;
     const char *what;
     unsigned npcpu;
     unsigned nvm;
     unsigned nvcpu;
-    struct sim_work work;
+    enum workload w;
     unsigned seconds;
     unsigned step_at_s;   /* VMs after the first start at this second (contention step) */
     int non_cooperating;  /* index of a VM ignoring hints, -1 none */
     bool cap;             /* enforce = cap against non-compliant VMs */
+    unsigned smt;         /* host threads per core (1 or 2; npcpu counts threads) */
+    bool together;        /* every VM starts at 0; throughput counted from step_at_s */
+    unsigned nalt;        /* the first nalt VMs run alt instead of w (a mixed host) */
+    enum workload alt;
+    unsigned burst_on_ms;  /* >0: every VM's workload in bursts (struct sim_work) */
+    unsigned burst_off_ms;
 };
 
-/* Workload shapes.  Times are per cycle; see README.md for what they stand for. */
-#define HACKBENCH {.tasks = 40, .compute_us = 300, .cs_us = 30, .group = 10}
-#define PGBENCH {.tasks = 8, .compute_us = 600, .cs_us = 150, .group = 0}
-#define SYSBENCH {.tasks = 4, .compute_us = 2000, .cs_us = 0, .group = 0}
+/* the cover letter's x86 host: 16 cores of 2 threads */
+#define LETTER_HOST 32, .smt = 2
 
 static const struct scenario scenarios[] = {
-    {"hackbench-8x16", "16 pCPUs, 8 VMs x 16 vCPUs, message passing", 16, 8, 16, HACKBENCH, 30, 5, -1, false},
-    {"pgbench-16x4", "16 pCPUs, 16 VMs x 4 vCPUs, lock heavy", 16, 16, 4, PGBENCH, 30, 5, -1, false},
-    {"sysbench-4x4", "16 pCPUs, 4 VMs x 4 vCPUs, CPU bound, undercommitted", 16, 4, 4, SYSBENCH, 20, 5, -1, false},
-    {"noncoop-report", "16 pCPUs, 8 VMs x 8 vCPUs, vm0 ignores hints, enforce=report", 16, 8, 8, PGBENCH, 30, 5, 0, false},
-    {"noncoop-cap", "16 pCPUs, 8 VMs x 8 vCPUs, vm0 ignores hints, enforce=cap", 16, 8, 8, PGBENCH, 30, 5, 0, true},
+    /* a contention step on the letter's host: vm0 busy first, the others join at 5 s */
+    {"hackbench-8x16", "32 threads (16x2), 8 VMs x 16 vCPUs, message passing", LETTER_HOST, .nvm = 8, .nvcpu = 16, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = -1},
+    {"pgbench-16x4", "32 threads (16x2), 16 VMs x 4 vCPUs, lock heavy", LETTER_HOST, .nvm = 16, .nvcpu = 4, .w = W_PGBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = -1},
+    {"sysbench-4x4", "32 threads (16x2), 4 VMs x 4 vCPUs, CPU bound, undercommitted", LETTER_HOST, .nvm = 4, .nvcpu = 4, .w = W_SYSBENCH, .seconds = 20, .step_at_s = 5, .non_cooperating = -1},
+    {"noncoop-report", "16 pCPUs, 8 VMs x 8 vCPUs, vm0 ignores hints, enforce=report", 16, .nvm = 8, .nvcpu = 8, .w = W_PGBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = 0},
+    {"noncoop-cap", "16 pCPUs, 8 VMs x 8 vCPUs, vm0 ignores hints, enforce=cap", 16, .nvm = 8, .nvcpu = 8, .w = W_PGBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = 0, .cap = true},
+    {"bursty-8x8", "32 threads (16x2), 8 VMs x 8 vCPUs, hackbench in bursts (2 s on, 1.5 s off, phases random)", LETTER_HOST, .nvm = 8, .nvcpu = 8, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = -1, .together = true, .burst_on_ms = 2000, .burst_off_ms = 1500},
+    {"mixed-8x8", "32 threads (16x2), 8 VMs x 8 vCPUs, 4 CPU-bound (8 tasks) beside 4 message passing", LETTER_HOST, .nvm = 8, .nvcpu = 8, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = -1, .together = true, .nalt = 4, .alt = W_CPU8},
+    /* the cover letter's rows (calibration.txt): every VM busy from 0, counted from 15 s */
+    {"letter-hackbench-8x16", "the letter's row: 8 VMs x 16 vCPUs, hackbench", LETTER_HOST, .nvm = 8, .nvcpu = 16, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
+    {"letter-hackbench-4x16", "the letter's row: 4 VMs x 16 vCPUs, hackbench", LETTER_HOST, .nvm = 4, .nvcpu = 16, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
+    {"letter-hackbench-8x8", "the letter's row: 8 VMs x 8 vCPUs, hackbench", LETTER_HOST, .nvm = 8, .nvcpu = 8, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
+    {"letter-hackbench-16x4", "the letter's row: 16 VMs x 4 vCPUs, hackbench", LETTER_HOST, .nvm = 16, .nvcpu = 4, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
+    {"letter-pgbench-16x4", "the letter's row: 16 VMs x 4 vCPUs, pgbench", LETTER_HOST, .nvm = 16, .nvcpu = 4, .w = W_PGBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
+    {"letter-pgbench-16x8", "the letter's row: 16 VMs x 8 vCPUs, pgbench", LETTER_HOST, .nvm = 16, .nvcpu = 8, .w = W_PGBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
+    {"letter-sysbench-16x4", "the letter's row: 16 VMs x 4 vCPUs, sysbench cpu", LETTER_HOST, .nvm = 16, .nvcpu = 4, .w = W_SYSBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
 };
 
 struct result {
@@ -191,17 +218,21 @@ static double jain_index(const double *x, unsigned n)
     return sq > 0 ? sum * sum / (n * sq) : 1.0;
 }
 
-static void run(const struct scenario *sc, enum policy pol, uint64_t seed, FILE *trace,
-                struct result *r)
+static void run(const struct scenario *sc, enum policy pol, uint64_t seed,
+                const struct sim_costs *costs, FILE *trace, struct result *r)
 {
     struct sim_vm_spec *vs = sim_calloc(sc->nvm, sizeof(*vs));
     for (unsigned m = 0; m < sc->nvm; m++) {
         vs[m].nvcpu = sc->nvcpu;
-        vs[m].work = sc->work;
+        vs[m].work = shapes[m < sc->nalt ? sc->alt : sc->w];
+        vs[m].work.burst_on_ms = sc->burst_on_ms;
+        vs[m].work.burst_off_ms = sc->burst_off_ms;
         vs[m].ignores_hints = (int)m == sc->non_cooperating;
-        vs[m].start_s = m == 0 ? 0 : sc->step_at_s;
+        vs[m].start_s = m == 0 || sc->together ? 0 : sc->step_at_s;
     }
-    struct sim_spec spec = {.npcpu = sc->npcpu, .nvm = sc->nvm, .vm = vs, .seed = seed};
+    struct sim_spec spec = {.npcpu = sc->npcpu, .nvm = sc->nvm, .vm = vs, .seed = seed,
+                            .costs = *costs};
+    spec.costs.smt = sc->smt ? sc->smt : 1;
     struct sim *s = sim_new(&spec);
     struct policy_state ps = {.policy = pol};
     cfg_defaults(&ps.cfg);
@@ -284,11 +315,138 @@ static void run(const struct scenario *sc, enum policy pol, uint64_t seed, FILE 
     sim_free(s);
 }
 
+/* a / b as a JSON number, or null when b did no work at all (JSON has no NaN) */
+static void json_ratio(FILE *f, double a, double b)
+{
+    if (b > 0)
+        fprintf(f, "%.4f", a / b);
+    else
+        fputs("null", f);
+}
+
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: chsim [--scenario NAME] [--seed N] [--json FILE] [--trace FILE] [--list]\n"
-               "Runs each scenario under the policies none, governor (v11 rule in every guest)\n"
-               "and corehint (hostd's model and policy) and prints SIMULATED figures.\n");
+    fprintf(f, "usage: chsim [--scenario NAME]... [--seed N] [--cost NAME=VALUE]...\n"
+               "             [--work SHAPE.FIELD=VALUE]... [--json FILE] [--trace FILE] [--list]\n"
+               "Runs each scenario (all, or those named; --list) under the policies none,\n"
+               "governor (the v11 rule in every guest) and corehint (hostd's model and policy)\n"
+               "and prints SIMULATED figures.\n"
+               "  --cost NAME=VALUE        one of the model's costs: smt_pct, task_migrate_us,\n"
+               "                           vcpu_migrate_us, ctxsw_us, wake_us, ipi_us, sched_us,\n"
+               "                           preempt_aware (0/1), directed_yield (0/1)\n"
+               "  --work SHAPE.FIELD=VALUE a workload shape: SHAPE hackbench, pgbench, sysbench\n"
+               "                           or cpu8; FIELD tasks, compute_us, cs_us, group, locks\n"
+               "                           or inflight\n"
+               "Defaults and meanings: tests/sim/README.md; tests/sim/calibrate searches them.\n");
+}
+
+/* The model's costs by name, for --cost and the report. */
+static const struct {
+    const char *name;
+    size_t off;
+    bool flag;
+} cost_fields[] = {
+    {"smt_pct", offsetof(struct sim_costs, smt_pct), false},
+    {"task_migrate_us", offsetof(struct sim_costs, task_migrate_us), false},
+    {"vcpu_migrate_us", offsetof(struct sim_costs, vcpu_migrate_us), false},
+    {"ctxsw_us", offsetof(struct sim_costs, ctxsw_us), false},
+    {"wake_us", offsetof(struct sim_costs, wake_us), false},
+    {"ipi_us", offsetof(struct sim_costs, ipi_us), false},
+    {"sched_us", offsetof(struct sim_costs, sched_us), false},
+    {"preempt_aware", offsetof(struct sim_costs, preempt_aware), true},
+    {"directed_yield", offsetof(struct sim_costs, directed_yield), true},
+};
+#define NCOST (sizeof(cost_fields) / sizeof(cost_fields[0]))
+
+static unsigned cost_get(const struct sim_costs *c, size_t i)
+{
+    const char *base = (const char *)c + cost_fields[i].off;
+    if (cost_fields[i].flag)
+        return *(const bool *)base;
+    return *(const unsigned *)base;
+}
+
+/* VALUE of NAME=VALUE: a decimal number up to 10^6 */
+static int parse_value(const char *s, unsigned long *v)
+{
+    char *end;
+
+    errno = 0;
+    *v = strtoul(s, &end, 10);
+    return errno || end == s || *end || *v > 1000000 ? -1 : 0;
+}
+
+/* Is the len bytes at s exactly name? */
+static bool name_is(const char *name, const char *s, size_t len)
+{
+    return strlen(name) == len && strncmp(name, s, len) == 0;
+}
+
+static int cost_set(struct sim_costs *c, const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    unsigned long v;
+
+    if (!eq || parse_value(eq + 1, &v) < 0)
+        return -1;
+    for (size_t i = 0; i < NCOST; i++) {
+        if (!name_is(cost_fields[i].name, arg, (size_t)(eq - arg)))
+            continue;
+        char *base = (char *)c + cost_fields[i].off;
+        if (cost_fields[i].flag) {
+            if (v > 1)
+                return -1;
+            *(bool *)base = v == 1;
+        } else {
+            *(unsigned *)base = (unsigned)v;
+        }
+        return 0;
+    }
+    return -1;
+}
+
+/* --work NAME.FIELD=VALUE: change a workload shape, e.g. hackbench.compute_us=100. */
+static int work_set(const char *arg)
+{
+    static const struct {
+        const char *name;
+        size_t off;
+    } fields[] = {
+        {"tasks", offsetof(struct sim_work, tasks)},
+        {"compute_us", offsetof(struct sim_work, compute_us)},
+        {"cs_us", offsetof(struct sim_work, cs_us)},
+        {"group", offsetof(struct sim_work, group)},
+        {"locks", offsetof(struct sim_work, locks)},
+        {"inflight", offsetof(struct sim_work, inflight)},
+    };
+    const char *dot = strchr(arg, '.'), *eq = strchr(arg, '=');
+    unsigned long v;
+
+    if (!dot || !eq || eq < dot || parse_value(eq + 1, &v) < 0)
+        return -1;
+    for (size_t w = 0; w < NWORK; w++) {
+        if (!name_is(shape_names[w], arg, (size_t)(dot - arg)))
+            continue;
+        for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++) {
+            if (!name_is(fields[f].name, dot + 1, (size_t)(eq - dot - 1)))
+                continue;
+            if (strcmp(fields[f].name, "tasks") == 0 && v == 0)
+                return -1;
+            *(unsigned *)((char *)&shapes[w] + fields[f].off) = (unsigned)v;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static bool wanted(const char *const *only, unsigned nonly, const char *name)
+{
+    if (nonly == 0)
+        return true;
+    for (unsigned i = 0; i < nonly; i++)
+        if (strcmp(only[i], name) == 0)
+            return true;
+    return false;
 }
 
 int main(int argc, char **argv)
@@ -297,15 +455,39 @@ int main(int argc, char **argv)
         {"scenario", required_argument, NULL, 's'}, {"seed", required_argument, NULL, 'S'},
         {"json", required_argument, NULL, 'j'},     {"trace", required_argument, NULL, 't'},
         {"list", no_argument, NULL, 'l'},           {"help", no_argument, NULL, 'h'},
+        {"cost", required_argument, NULL, 'c'},     {"work", required_argument, NULL, 'w'},
         {NULL, 0, NULL, 0},
     };
-    const char *only = NULL, *json_path = NULL, *trace_path = NULL;
+    const char *json_path = NULL, *trace_path = NULL;
+    const char *only[sizeof(scenarios) / sizeof(scenarios[0])];
+    unsigned nonly = 0;
+    struct sim_costs costs = sim_costs_default();
     uint64_t seed = 1;
     int c;
 
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
-        case 's': only = optarg; break;
+        case 's':
+            for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+                if (strcmp(scenarios[i].name, optarg) == 0 && nonly < sizeof(only) / sizeof(only[0]))
+                    only[nonly++] = scenarios[i].name;
+            if (nonly == 0 || strcmp(only[nonly - 1], optarg) != 0) {
+                fprintf(stderr, "chsim: no scenario named %s (--list)\n", optarg);
+                return 2;
+            }
+            break;
+        case 'w':
+            if (work_set(optarg) < 0) {
+                fprintf(stderr, "chsim: bad --work %s (SHAPE.FIELD=VALUE; --help lists them)\n", optarg);
+                return 2;
+            }
+            break;
+        case 'c':
+            if (cost_set(&costs, optarg) < 0) {
+                fprintf(stderr, "chsim: bad --cost %s (NAME=VALUE; --help lists the names)\n", optarg);
+                return 2;
+            }
+            break;
         case 'S': seed = strtoull(optarg, NULL, 10); break;
         case 'j': json_path = optarg; break;
         case 't': trace_path = optarg; break;
@@ -324,21 +506,40 @@ int main(int argc, char **argv)
                 strerror(errno));
         return 1;
     }
-    if (json)
-        fprintf(json, "{\"simulated\":true,\"seed\":%llu,\"scenarios\":[", (unsigned long long)seed);
+    if (json) {
+        fprintf(json, "{\"simulated\":true,\"seed\":%llu,\"costs\":{", (unsigned long long)seed);
+        for (size_t i = 0; i < NCOST; i++)
+            fprintf(json, "%s\"%s\":%u", i ? "," : "", cost_fields[i].name, cost_get(&costs, i));
+        fprintf(json, "},\"shapes\":{");
+        for (size_t w = 0; w < NWORK; w++)
+            fprintf(json, "%s\"%s\":{\"tasks\":%u,\"compute_us\":%u,\"cs_us\":%u,\"group\":%u,"
+                    "\"locks\":%u,\"inflight\":%u}",
+                    w ? "," : "", shape_names[w], shapes[w].tasks, shapes[w].compute_us,
+                    shapes[w].cs_us, shapes[w].group, shapes[w].locks, shapes[w].inflight);
+        fprintf(json, "},\"scenarios\":[");
+    }
 
-    printf("SIMULATED results (tests/sim/README.md lists the model's assumptions)\n");
+    printf("SIMULATED results (tests/sim/README.md lists the model's assumptions), seed %llu, costs:",
+           (unsigned long long)seed);
+    for (size_t i = 0; i < NCOST; i++)
+        printf(" %s=%u", cost_fields[i].name, cost_get(&costs, i));
+    printf("\nshapes:");
+    for (size_t w = 0; w < NWORK; w++)
+        printf(" %s(tasks=%u compute_us=%u cs_us=%u group=%u locks=%u inflight=%u)", shape_names[w],
+               shapes[w].tasks, shapes[w].compute_us, shapes[w].cs_us, shapes[w].group,
+               shapes[w].locks, shapes[w].inflight);
+    printf("\n");
     printf("%-16s %-9s %12s %8s %8s %6s %9s %8s %9s\n", "scenario", "policy", "units/s", "vs none",
            "spin%", "jain", "converge", "flaps/m", "pref/VM");
     bool first = true, found = false;
     for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
         const struct scenario *sc = &scenarios[i];
-        if (only && strcmp(only, sc->name) != 0)
+        if (!wanted(only, nonly, sc->name))
             continue;
         found = true;
         struct result r[NPOLICY];
         for (int p = 0; p < NPOLICY; p++)
-            run(sc, (enum policy)p, seed, trace, &r[p]);
+            run(sc, (enum policy)p, seed, &costs, trace, &r[p]);
         for (int p = 0; p < NPOLICY; p++) {
             printf("%-16s %-9s %12.0f %7.2fx %7.1f%% %6.3f %8.1fs %8.2f %9.2f\n", sc->name,
                    policy_names[p], r[p].units_per_s, r[p].units_per_s / r[POL_NONE].units_per_s,
@@ -362,9 +563,11 @@ int main(int argc, char **argv)
                     fprintf(json, "%s%.1f", m ? "," : "", r[p].vm_units_per_s[m]);
                 fprintf(json, "]}");
             }
-            fprintf(json, "},\"corehint_vs_none\":%.4f,\"corehint_vs_governor\":%.4f}",
-                    r[POL_COREHINT].units_per_s / r[POL_NONE].units_per_s,
-                    r[POL_COREHINT].units_per_s / r[POL_GOVERNOR].units_per_s);
+            fprintf(json, "},\"corehint_vs_none\":");
+            json_ratio(json, r[POL_COREHINT].units_per_s, r[POL_NONE].units_per_s);
+            fprintf(json, ",\"corehint_vs_governor\":");
+            json_ratio(json, r[POL_COREHINT].units_per_s, r[POL_GOVERNOR].units_per_s);
+            fputc('}', json);
             first = false;
         }
         for (int p = 0; p < NPOLICY; p++)
@@ -376,9 +579,5 @@ int main(int argc, char **argv)
     }
     if (trace)
         fclose(trace);
-    if (!found) {
-        fprintf(stderr, "chsim: no scenario named %s (--list)\n", only);
-        return 2;
-    }
-    return 0;
+    return found ? 0 : 2;
 }
