@@ -241,14 +241,15 @@ static void guest_step(struct sim *s, unsigned m, unsigned vi, unsigned dt)
 
     if (v->rq_wait >= 0) {
         struct sim_vcpu *h = &vm->vcpu[v->rq_wait];
-        v->guest_clock += DT_US;
         if (h->sched_left_us == 0) {
-            v->rq_wait = -1;
+            v->rq_wait = -1; /* free: go on in this very step */
         } else if (h->on_pcpu >= 0) {
             vm->spin_us += dt; /* the holder runs: spin */
+            v->guest_clock += DT_US;
             return;
         } else {
             v->pv_halted = true; /* pv_wait(): halt until the holder's unlock kicks us */
+            v->guest_clock += DT_US;
             return;
         }
     }
