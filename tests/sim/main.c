@@ -85,6 +85,8 @@ struct result {
     double converge_s;     /* contention step -> last change of any preferred set */
     double changes_per_vm_min; /* steady state: second half of the run */
     double mean_preferred; /* average preferred count per VM, second half */
+    double overhead_share; /* the costs' time / (useful + spin + overhead) */
+    unsigned long long yields; /* directed yields to a preempted lock holder's vCPU */
 };
 
 struct policy_state {
@@ -287,7 +289,8 @@ static void run(const struct scenario *sc, enum policy pol, uint64_t seed,
         }
     }
 
-    double secs = (double)(end_us - step_us) / 1e6, useful = 0, spin = 0;
+    double secs = (double)(end_us - step_us) / 1e6, useful = 0, spin = 0, overhead = 0;
+    r->yields = 0;
     r->vm_units_per_s = sim_calloc(sc->nvm, sizeof(double));
     r->units_per_s = 0;
     unsigned changes = 0;
@@ -296,8 +299,11 @@ static void run(const struct scenario *sc, enum policy pol, uint64_t seed,
         r->units_per_s += r->vm_units_per_s[m];
         useful += (double)s->vm[m].useful_us;
         spin += (double)s->vm[m].spin_us;
+        overhead += (double)s->vm[m].overhead_us;
+        r->yields += s->vm[m].yields;
         changes += s->vm[m].changes - changes_at_half[m];
     }
+    r->overhead_share = useful + spin + overhead > 0 ? overhead / (useful + spin + overhead) : 0;
     r->spin_share = useful + spin > 0 ? spin / (useful + spin) : 0;
     r->jain = jain_index(r->vm_units_per_s, sc->nvm);
     r->converge_s = last_change_s - sc->step_at_s;
@@ -558,9 +564,10 @@ int main(int argc, char **argv)
                 fprintf(json,
                         "%s\"%s\":{\"units_per_s\":%.1f,\"spin_share\":%.4f,\"jain\":%.4f,"
                         "\"converge_s\":%.1f,\"changes_per_vm_min\":%.3f,\"mean_preferred\":%.3f,"
-                        "\"vm_units_per_s\":[",
+                        "\"overhead_share\":%.4f,\"yields\":%llu,\"vm_units_per_s\":[",
                         p ? "," : "", policy_names[p], r[p].units_per_s, r[p].spin_share, r[p].jain,
-                        r[p].converge_s, r[p].changes_per_vm_min, r[p].mean_preferred);
+                        r[p].converge_s, r[p].changes_per_vm_min, r[p].mean_preferred,
+                        r[p].overhead_share, r[p].yields);
                 for (unsigned m = 0; m < sc->nvm; m++)
                     fprintf(json, "%s%.1f", m ? "," : "", r[p].vm_units_per_s[m]);
                 fprintf(json, "]}");
