@@ -406,6 +406,9 @@ static int cost_set(struct sim_costs *c, const char *arg)
                 return -1;
             *(bool *)base = v == 1;
         } else {
+            /* a thread with a busy sibling runs at 1-100 % of its speed alone */
+            if (cost_fields[i].off == offsetof(struct sim_costs, smt_pct) && (v < 1 || v > 100))
+                return -1;
             *(unsigned *)base = (unsigned)v;
         }
         return 0;
@@ -505,6 +508,14 @@ int main(int argc, char **argv)
             return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
+        }
+    }
+    for (size_t w = 0; w < NWORK; w++) {
+        /* hackbench-like groups must tile the tasks: a peer is drawn from its own group */
+        if (shapes[w].group && shapes[w].tasks % shapes[w].group) {
+            fprintf(stderr, "chsim: --work: %s has %u tasks, not a multiple of its group of %u\n",
+                    shape_names[w], shapes[w].tasks, shapes[w].group);
+            return 2;
         }
     }
     FILE *json = json_path ? fopen(json_path, "w") : NULL;
