@@ -55,6 +55,7 @@ struct hd_config {
     double replace_margin;         /* CPUs a fresh placement must save on the busiest pCPU */
     double uncontend_margin; /* a contended pool ends contention below cap * (1 - this) */
     double grow_margin;      /* CPUs past its count before a shrunk guest grows */
+    unsigned claim_after;    /* intervals a censored VM waits under its fair share */
     unsigned release_after;  /* quiet intervals that end a pool's contention */
     double compliance_run;         /* a non-preferred vCPU running more than this is a violation */
     unsigned compliance_intervals; /* consecutive violating intervals = non-compliant */

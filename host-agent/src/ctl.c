@@ -483,6 +483,9 @@ static void print_domain(json_object *doc, json_object *d)
                    flag(dec, "censored") ? "; its demand is censored (every vCPU busy: it may "
                                            "want more than it shows)"
                                          : "");
+        if (flag(dec, "claimed"))
+            printf("    claim: held under its fair share for claim_after intervals, it claimed "
+                   "it: the pool is shared by fair shares this interval\n");
         else
             printf("    why: pool %.0f is not contended (demand %.2f on %.2f CPUs): no "
                    "reason to narrow\n",

@@ -51,10 +51,11 @@ static unsigned log_changes(const struct engine *e, const struct pol_decision *o
         if (ch_cpulist_format(&d->preferred, list, sizeof(list)) < 0)
             list[0] = '\0';
         log_msg(changed ? LOG_LVL_INFO : LOG_LVL_DEBUG,
-                "%s%s: preferred %s (%u of %u vCPUs, %s), demand %.2f, entitlement %.2f%s%s",
+                "%s%s: preferred %s (%u of %u vCPUs, %s), demand %.2f, entitlement %.2f%s%s%s",
                 e->cfg->dry_run ? "dry-run: " : "", md->name, list, d->count, d->nvcpu,
                 pol_reason_name(d->reason), d->demand, d->entitlement,
-                d->censored ? ", censored" : "", d->non_compliant ? ", NON-COMPLIANT" : "");
+                d->censored ? ", censored" : "", d->claimed ? ", claimed its fair share" : "",
+                d->non_compliant ? ", NON-COMPLIANT" : "");
     }
     return nchanged;
 }

@@ -248,6 +248,7 @@ static void prepare(struct work *w, unsigned shares_default, const struct hd_con
     o->opt_out = cd.opt_out;
     o->pool = d->pool;
     w->prev_k = n;
+    o->claim_misses = p ? p->claim_misses : 0; /* claim_fair's backoff outlives quiet spells */
     if (p && p->count < p->nvcpu) {
         ch_cpuset online;
         all_vcpus(d, &online);
@@ -269,7 +270,62 @@ static void prepare(struct work *w, unsigned shares_default, const struct hd_con
     }
 }
 
-/* Entitlements of one pool's domains: water-filling, then free capacity to censored VMs. */
+/*
+ * A censored VM shows only what its preferred vCPUs carry, so when every VM of a pool is
+ * censored the counts they hold confirm themselves: a VM that was idle while another filled
+ * the pool was shrunk to its minimum, and once busy it can only grow into capacity nobody
+ * else's measured demand claims, which the first VM's wide set leaves none of.  Their fair
+ * shares, every censored VM wanting all its vCPUs, undo that: once a censored VM has been held
+ * below the count its fair share would give it for claim_after intervals, every VM of the pool
+ * is entitled to its fair share (the first one shrinks).  The wait keeps a VM shrunk on one low
+ * reading from taking its share back at once, and its neighbours' vCPUs with it.  A claim is a
+ * probe: a VM that fills its set but wants no more (one busy task on one vCPU) shows it at the
+ * larger count, and each claim it leaves unused doubles its wait, so it stops disturbing the
+ * pool; one it uses (it fills the larger set too, or shows half a CPU more) resets the wait.
+ */
+#define CLAIM_BACKOFF_MAX 6
+
+static void claim_fair(struct work *v, unsigned n, double cap, const struct hd_config *cfg,
+                       struct wf_item *it)
+{
+    unsigned m = 0;
+    bool claim = false;
+
+    for (unsigned i = 0; i < n; i++) {
+        struct work *w = &v[i];
+        const struct pol_decision *p = w->prev;
+        struct pol_decision *o = w->out;
+
+        if (!w->d->measured)
+            continue;
+        if (p && p->claimed)
+            o->claim_misses = o->censored || w->d->demand >= p->demand + 0.5 ? 0
+                              : o->claim_misses < CLAIM_BACKOFF_MAX   ? o->claim_misses + 1
+                                                                      : CLAIM_BACKOFF_MAX;
+        it[m++] = (struct wf_item){w, o->censored ? w->d->nvcpu : w->d->demand, o->weight, 0};
+    }
+    waterfill(it, m, cap);
+    for (unsigned i = 0; i < m; i++) {
+        struct work *w = it[i].w;
+        struct pol_decision *o = w->out;
+        bool held = o->censored && it[i].alloc > o->entitlement + EPS &&
+                    it[i].alloc * (1 + cfg->headroom) > w->prev_k + cfg->grow_margin + EPS;
+
+        o->starve_streak = held ? (w->prev ? w->prev->starve_streak : 0) + 1 : 0;
+        claim |= o->starve_streak >= cfg->claim_after << o->claim_misses;
+    }
+    if (!claim)
+        return;
+    for (unsigned i = 0; i < m; i++) {
+        struct pol_decision *o = it[i].w->out;
+        o->claimed = o->starve_streak > 0;
+        o->starve_streak = 0;
+        o->entitlement = it[i].alloc;
+    }
+}
+
+/* Entitlements of one pool's domains: water-filling, then free capacity to censored VMs, and
+ * fair shares once a censored VM has waited too long for its own (claim_fair). */
 static void entitle(struct work *v, unsigned n, unsigned ncpu, const struct hd_config *cfg,
                     struct wf_item *it)
 {
@@ -328,6 +384,7 @@ static void entitle(struct work *v, unsigned n, unsigned ncpu, const struct hd_c
         for (unsigned i = 0; i < ncens; i++)
             it[i].w->out->entitlement += it[i].alloc;
     }
+    claim_fair(v, n, cap, cfg, it);
 }
 
 static void decide_count(struct work *w, const struct hd_config *cfg)

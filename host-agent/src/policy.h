@@ -37,6 +37,9 @@ struct pol_decision {
     bool opt_out;
     enum pol_reason reason;
     unsigned shrink_streak; /* consecutive intervals a shrink has been wanted */
+    unsigned starve_streak; /* consecutive intervals censored and held under its fair share */
+    unsigned claim_misses;  /* claims in a row that the VM did not use (claim_fair) */
+    bool claimed;           /* this decision raised it to its fair share by a claim */
     unsigned calm_streak;   /* consecutive contended intervals with the pool's demand below
                                its exit limit (uncontend_margin) */
     unsigned age;           /* intervals the preferred set has been unchanged */

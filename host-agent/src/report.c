@@ -87,6 +87,7 @@ static json_object *decision_json(const struct pol_decision *d)
     json_object_object_add(o, "reason", json_object_new_string(pol_reason_name(d->reason)));
     json_object_object_add(o, "contended", json_object_new_boolean(d->contended));
     json_object_object_add(o, "censored", json_object_new_boolean(d->censored));
+    json_object_object_add(o, "claimed", json_object_new_boolean(d->claimed));
     json_object_object_add(o, "opt_out", json_object_new_boolean(d->opt_out));
     json_object_object_add(o, "compliant", json_object_new_boolean(!d->non_compliant));
     json_object_object_add(o, "violations", json_object_new_int64(d->violations));
