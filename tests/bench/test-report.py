@@ -9,16 +9,10 @@ import sys
 import tempfile
 
 here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "lib"))
+from checks import check, finish  # noqa: E402
 sys.path.insert(0, here)
 import benchstats  # noqa: E402
-
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 # --- benchstats alone ---------------------------------------------------------------------
@@ -190,7 +184,4 @@ with tempfile.TemporaryDirectory() as d:
     md2, js2 = report()
     check(md == md2 and js == js2, "the report is reproducible from its samples")
 
-if failures:
-    print(f"{len(failures)} check(s) failed")
-    sys.exit(1)
-print("ok")
+finish()

@@ -15,13 +15,8 @@ import tempfile
 import time
 
 here = os.path.dirname(os.path.abspath(__file__))
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
+sys.path.insert(0, os.path.join(here, "..", "lib"))
+from checks import check, finish  # noqa: E402
 
 
 # The stand-in qemu: three vCPU threads spinning on host CPU 0 (so each waits behind the others)
@@ -209,7 +204,4 @@ with tempfile.TemporaryDirectory() as d:
                        capture_output=True, text=True)
     check(r.returncode == 2 and "SOCKET:QEMU_PID" in r.stderr, f"a bad argument is an error: {r.stderr}")
 
-if failures:
-    print(f"{len(failures)} check(s) failed")
-    sys.exit(1)
-print("ok")
+finish()

@@ -10,13 +10,8 @@ import sys
 import tempfile
 
 here = os.path.dirname(os.path.abspath(__file__))
-failures = []
-
-
-def check(cond, what):
-    print(("PASS " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
+sys.path.insert(0, os.path.join(here, "..", "lib"))
+from checks import check, finish  # noqa: E402
 
 
 rows = [line.split()[1] for line in open(os.path.join(here, "calibration.txt"))
@@ -45,5 +40,4 @@ with tempfile.TemporaryDirectory() as d:
     r = subprocess.run([sys.executable, os.path.join(here, "calibrate"), sys.argv[1], "--fit", "nosuch"],
                        capture_output=True, text=True)
     check(r.returncode != 0 and "nosuch" in r.stderr, "an unknown --fit row is refused")
-print(f"{len(failures)} failed")
-sys.exit(1 if failures else 0)
+finish()

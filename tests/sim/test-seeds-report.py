@@ -9,13 +9,8 @@ import sys
 import tempfile
 
 here = os.path.dirname(os.path.abspath(__file__))
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
+sys.path.insert(0, os.path.join(here, "..", "lib"))
+from checks import check, finish  # noqa: E402
 
 
 def sim(seed, gov_a, gov_b):
@@ -62,7 +57,4 @@ with tempfile.TemporaryDirectory() as d:
                        capture_output=True, text=True)
     check(r.returncode != 0 and "the same seed twice" in r.stderr, "a seed given twice is refused")
 
-if failures:
-    print(f"{len(failures)} check(s) failed")
-    sys.exit(1)
-print("ok")
+finish()
