@@ -483,13 +483,14 @@ static void print_domain(json_object *doc, json_object *d)
                    flag(dec, "censored") ? "; its demand is censored (every vCPU busy: it may "
                                            "want more than it shows)"
                                          : "");
-        if (flag(dec, "claimed"))
-            printf("    claim: held under its fair share for claim_after intervals, it claimed "
-                   "it: the pool is shared by fair shares this interval\n");
         else
             printf("    why: pool %.0f is not contended (demand %.2f on %.2f CPUs): no "
                    "reason to narrow\n",
                    dbl(d, "pool", 0), dbl(pool, "demand", 0), dbl(pool, "capacity", 0));
+        if (flag(dec, "claimed"))
+            printf("    claim: held under its fair share (every saturated VM counted as wanting "
+                   "all its vCPUs), it gets that share: a pool member waited claim_after "
+                   "intervals for it\n");
         if (flag(dec, "contended"))
             printf("    compliance: %s (%.0f violations)%s\n",
                    flag(dec, "compliant") ? "compliant" : "NON-COMPLIANT",

@@ -248,7 +248,10 @@ static void prepare(struct work *w, unsigned shares_default, const struct hd_con
     o->opt_out = cd.opt_out;
     o->pool = d->pool;
     w->prev_k = n;
-    o->claim_misses = p ? p->claim_misses : 0; /* claim_fair's backoff outlives quiet spells */
+    if (p) { /* claim_fair's backoff outlives quiet spells */
+        o->claim_misses = p->claim_misses;
+        o->miss_demand = p->miss_demand;
+    }
     if (p && p->count < p->nvcpu) {
         ch_cpuset online;
         all_vcpus(d, &online);
@@ -280,10 +283,14 @@ static void prepare(struct work *w, unsigned shares_default, const struct hd_con
  * is entitled to its fair share (the first one shrinks).  The wait keeps a VM shrunk on one low
  * reading from taking its share back at once, and its neighbours' vCPUs with it.  A claim is a
  * probe: a VM that fills its set but wants no more (one busy task on one vCPU) shows it at the
- * larger count, and each claim it leaves unused doubles its wait, so it stops disturbing the
- * pool; one it uses (it fills the larger set too, or shows half a CPU more) resets the wait.
+ * larger count, and each claim it leaves unused makes its wait four times as long (at most
+ * 256 claim_after), so it stops disturbing the pool; one it uses (it fills the larger set too,
+ * or shows half a CPU more) resets the wait, as do demand half a CPU above what it showed
+ * when it last missed and the end of the pool's contention.  Every
+ * VM held under its fair share that interval is marked claimed (its use of it is judged too),
+ * not only the one whose wait ran out.
  */
-#define CLAIM_BACKOFF_MAX 6
+#define CLAIM_BACKOFF_MAX 8
 
 static void claim_fair(struct work *v, unsigned n, double cap, const struct hd_config *cfg,
                        struct wf_item *it)
@@ -298,21 +305,25 @@ static void claim_fair(struct work *v, unsigned n, double cap, const struct hd_c
 
         if (!w->d->measured)
             continue;
-        if (p && p->claimed)
-            o->claim_misses = o->censored || w->d->demand >= p->demand + 0.5 ? 0
-                              : o->claim_misses < CLAIM_BACKOFF_MAX   ? o->claim_misses + 1
-                                                                      : CLAIM_BACKOFF_MAX;
+        if (p && p->claimed && !o->censored && w->d->demand < p->demand + 0.5) {
+            /* the claim went unused: wait four times as long for the next one */
+            o->claim_misses += o->claim_misses + 2 <= CLAIM_BACKOFF_MAX ? 2 : 0;
+            o->miss_demand = w->d->demand;
+        } else if (o->claim_misses && ((p && p->claimed && o->censored) ||
+                                       w->d->demand >= o->miss_demand + 0.5)) {
+            o->claim_misses = 0; /* it used a claim, or shows more than when it missed */
+        }
         it[m++] = (struct wf_item){w, o->censored ? w->d->nvcpu : w->d->demand, o->weight, 0};
     }
     waterfill(it, m, cap);
     for (unsigned i = 0; i < m; i++) {
         struct work *w = it[i].w;
         struct pol_decision *o = w->out;
-        bool held = o->censored && it[i].alloc > o->entitlement + EPS &&
+        bool held = o->censored && !o->opt_out && it[i].alloc > o->entitlement + EPS &&
                     it[i].alloc * (1 + cfg->headroom) > w->prev_k + cfg->grow_margin + EPS;
 
         o->starve_streak = held ? (w->prev ? w->prev->starve_streak : 0) + 1 : 0;
-        claim |= o->starve_streak >= cfg->claim_after << o->claim_misses;
+        claim |= o->starve_streak && o->starve_streak >= cfg->claim_after << o->claim_misses;
     }
     if (!claim)
         return;
@@ -356,8 +367,10 @@ static void entitle(struct work *v, unsigned n, unsigned ncpu, const struct hd_c
         }
     }
     if (wish <= limit + EPS) {
-        for (unsigned i = 0; i < n; i++)
+        for (unsigned i = 0; i < n; i++) {
             v[i].out->entitlement = v[i].d->demand;
+            v[i].out->claim_misses = 0; /* contention over: claim_fair starts afresh */
+        }
         return;
     }
     for (unsigned i = 0; i < n; i++) {

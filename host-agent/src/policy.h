@@ -38,7 +38,8 @@ struct pol_decision {
     enum pol_reason reason;
     unsigned shrink_streak; /* consecutive intervals a shrink has been wanted */
     unsigned starve_streak; /* consecutive intervals censored and held under its fair share */
-    unsigned claim_misses;  /* claims in a row that the VM did not use (claim_fair) */
+    unsigned claim_misses;  /* 2 per claim in a row the VM did not use (claim_fair) */
+    double miss_demand;     /* its demand when it last left a claim unused */
     bool claimed;           /* this decision raised it to its fair share by a claim */
     unsigned calm_streak;   /* consecutive contended intervals with the pool's demand below
                                its exit limit (uncontend_margin) */
