@@ -1076,6 +1076,7 @@ def ctl_shows_status_domain_metrics():
         out, _ = ctl(["-e", ep, "domain", "a"])
         check("preferred vCPUs 0 (1 of 2" in out and "reason fair-share" in out
               and "is contended" in out and "entitles this VM to" in out, "domain a: " + out)
+        check("not contended" not in out, "one reason, not two: " + out)
         check("helper fake/1" in out and "last status: seq" in out, "domain a guest: " + out)
         check("settings: weight from the host's cpu_shares, opt_out no, actuator channel; from the "
               "defaults" in out, "domain a settings: " + out)
