@@ -130,6 +130,13 @@ static void start_cycle(struct sim *s, struct sim_vm *vm, struct sim_task *t)
     t->left_us = jitter(s, vm->work.compute_us);
 }
 
+/* Task t begins a cycle, queued on vCPU vi. */
+static void start_task(struct sim *s, struct sim_vm *vm, unsigned t, unsigned vi)
+{
+    start_cycle(s, vm, &vm->task[t]);
+    enqueue(vm, vi, (int)t);
+}
+
 /* Queue task ti where the wakeup placement puts it; a wakeup from vCPU `from` onto another
  * vCPU costs the sender an IPI. */
 static void wake_onto(struct sim *s, struct sim_vm *vm, int ti, int from)
@@ -476,10 +483,8 @@ static void bursts(struct sim *s)
                   vm->work.burst_on_ms * 1000ull;
         if (on && !vm->bursting)
             for (unsigned t = 0; t < vm->ntask; t++)
-                if (vm->task[t].state == TASK_IDLE) {
-                    start_cycle(s, vm, &vm->task[t]);
-                    enqueue(vm, place(vm, vm->task[t].vcpu), (int)t);
-                }
+                if (vm->task[t].state == TASK_IDLE)
+                    start_task(s, vm, t, place(vm, vm->task[t].vcpu));
         vm->bursting = on;
     }
 }
@@ -632,8 +637,7 @@ void sim_start_due(struct sim *s)
                 vm->task[t].vcpu = (int)(t % vm->nvcpu);
                 continue; /* sleeps until a message comes */
             }
-            start_cycle(s, vm, &vm->task[t]);
-            enqueue(vm, t % vm->nvcpu, (int)t);
+            start_task(s, vm, t, t % vm->nvcpu);
         }
     }
 }

@@ -348,12 +348,15 @@ static void usage(FILE *f)
                "Defaults and meanings: tests/sim/README.md; tests/sim/calibrate searches them.\n");
 }
 
-/* The model's costs by name, for --cost and the report. */
-static const struct {
+/* A named field of the model's costs or of a workload shape: an unsigned, or a bool (flag). */
+struct field {
     const char *name;
     size_t off;
     bool flag;
-} cost_fields[] = {
+};
+
+/* The model's costs by name, for --cost and the report. */
+static const struct field cost_fields[] = {
     {"smt_pct", offsetof(struct sim_costs, smt_pct), false},
     {"task_migrate_us", offsetof(struct sim_costs, task_migrate_us), false},
     {"vcpu_migrate_us", offsetof(struct sim_costs, vcpu_migrate_us), false},
@@ -366,10 +369,21 @@ static const struct {
 };
 #define NCOST (sizeof(cost_fields) / sizeof(cost_fields[0]))
 
-static unsigned cost_get(const struct sim_costs *c, size_t i)
+/* A workload shape's fields by name, for --work and the report. */
+static const struct field work_fields[] = {
+    {"tasks", offsetof(struct sim_work, tasks), false},
+    {"compute_us", offsetof(struct sim_work, compute_us), false},
+    {"cs_us", offsetof(struct sim_work, cs_us), false},
+    {"group", offsetof(struct sim_work, group), false},
+    {"locks", offsetof(struct sim_work, locks), false},
+    {"inflight", offsetof(struct sim_work, inflight), false},
+};
+#define NWORKFIELD (sizeof(work_fields) / sizeof(work_fields[0]))
+
+static unsigned field_get(const struct field *f, const void *obj)
 {
-    const char *base = (const char *)c + cost_fields[i].off;
-    if (cost_fields[i].flag)
+    const char *base = (const char *)obj + f->off;
+    if (f->flag)
         return *(const bool *)base;
     return *(const unsigned *)base;
 }
@@ -390,64 +404,81 @@ static bool name_is(const char *name, const char *s, size_t len)
     return strlen(name) == len && strncmp(name, s, len) == 0;
 }
 
+/* The field of fields (n of them) named by the len bytes at s, or NULL. */
+static const struct field *field_find(const struct field *fields, size_t n, const char *s,
+                                      size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (name_is(fields[i].name, s, len))
+            return &fields[i];
+    return NULL;
+}
+
+/* Store v in f of obj: 0 or 1 for a flag. */
+static int field_set(const struct field *f, void *obj, unsigned long v)
+{
+    char *base = (char *)obj + f->off;
+
+    if (f->flag) {
+        if (v > 1)
+            return -1;
+        *(bool *)base = v == 1;
+    } else {
+        *(unsigned *)base = (unsigned)v;
+    }
+    return 0;
+}
+
+/* Print obj's fields as JSON members (json) or NAME=VALUE words, with sep between them. */
+static void fields_print(FILE *out, const struct field *fields, size_t n, const void *obj,
+                         bool json, const char *sep)
+{
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, json ? "%s\"%s\":%u" : "%s%s=%u", i ? sep : "", fields[i].name,
+                field_get(&fields[i], obj));
+}
+
+/* --cost NAME=VALUE */
 static int cost_set(struct sim_costs *c, const char *arg)
 {
     const char *eq = strchr(arg, '=');
+    const struct field *f;
     unsigned long v;
 
-    if (!eq || parse_value(eq + 1, &v) < 0)
+    if (!eq || parse_value(eq + 1, &v) < 0 ||
+        !(f = field_find(cost_fields, NCOST, arg, (size_t)(eq - arg))))
         return -1;
-    for (size_t i = 0; i < NCOST; i++) {
-        if (!name_is(cost_fields[i].name, arg, (size_t)(eq - arg)))
-            continue;
-        char *base = (char *)c + cost_fields[i].off;
-        if (cost_fields[i].flag) {
-            if (v > 1)
-                return -1;
-            *(bool *)base = v == 1;
-        } else {
-            /* a thread with a busy sibling runs at 1-100 % of its speed alone */
-            if (cost_fields[i].off == offsetof(struct sim_costs, smt_pct) && (v < 1 || v > 100))
-                return -1;
-            *(unsigned *)base = (unsigned)v;
-        }
-        return 0;
-    }
-    return -1;
+    /* a thread with a busy sibling runs at 1-100 % of its speed alone */
+    if (f->off == offsetof(struct sim_costs, smt_pct) && (v < 1 || v > 100))
+        return -1;
+    return field_set(f, c, v);
 }
 
 /* --work NAME.FIELD=VALUE: change a workload shape, e.g. hackbench.compute_us=100. */
 static int work_set(const char *arg)
 {
-    static const struct {
-        const char *name;
-        size_t off;
-    } fields[] = {
-        {"tasks", offsetof(struct sim_work, tasks)},
-        {"compute_us", offsetof(struct sim_work, compute_us)},
-        {"cs_us", offsetof(struct sim_work, cs_us)},
-        {"group", offsetof(struct sim_work, group)},
-        {"locks", offsetof(struct sim_work, locks)},
-        {"inflight", offsetof(struct sim_work, inflight)},
-    };
     const char *dot = strchr(arg, '.'), *eq = strchr(arg, '=');
+    const struct field *f;
     unsigned long v;
 
-    if (!dot || !eq || eq < dot || parse_value(eq + 1, &v) < 0)
+    if (!dot || !eq || eq < dot || parse_value(eq + 1, &v) < 0 ||
+        !(f = field_find(work_fields, NWORKFIELD, dot + 1, (size_t)(eq - dot - 1))))
         return -1;
-    for (size_t w = 0; w < NWORK; w++) {
-        if (!name_is(shape_names[w], arg, (size_t)(dot - arg)))
-            continue;
-        for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++) {
-            if (!name_is(fields[f].name, dot + 1, (size_t)(eq - dot - 1)))
-                continue;
-            if (strcmp(fields[f].name, "tasks") == 0 && v == 0)
-                return -1;
-            *(unsigned *)((char *)&shapes[w] + fields[f].off) = (unsigned)v;
-            return 0;
-        }
-    }
+    if (f->off == offsetof(struct sim_work, tasks) && v == 0)
+        return -1;
+    for (size_t w = 0; w < NWORK; w++)
+        if (name_is(shape_names[w], arg, (size_t)(dot - arg)))
+            return field_set(f, &shapes[w], v);
     return -1;
+}
+
+/* The scenario called name, or NULL. */
+static const struct scenario *scenario_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+        if (strcmp(scenarios[i].name, name) == 0)
+            return &scenarios[i];
+    return NULL;
 }
 
 static bool wanted(const char *const *only, unsigned nonly, const char *name)
@@ -478,15 +509,16 @@ int main(int argc, char **argv)
 
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
-        case 's':
-            for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
-                if (strcmp(scenarios[i].name, optarg) == 0 && nonly < sizeof(only) / sizeof(only[0]))
-                    only[nonly++] = scenarios[i].name;
-            if (nonly == 0 || strcmp(only[nonly - 1], optarg) != 0) {
+        case 's': {
+            const struct scenario *sc = scenario_find(optarg);
+            if (!sc) {
                 fprintf(stderr, "chsim: no scenario named %s (--list)\n", optarg);
                 return 2;
             }
+            if (nonly < sizeof(only) / sizeof(only[0]))
+                only[nonly++] = sc->name;
             break;
+        }
         case 'w':
             if (work_set(optarg) < 0) {
                 fprintf(stderr, "chsim: bad --work %s (SHAPE.FIELD=VALUE; --help lists them)\n", optarg);
@@ -527,26 +559,26 @@ int main(int argc, char **argv)
     }
     if (json) {
         fprintf(json, "{\"simulated\":true,\"seed\":%llu,\"costs\":{", (unsigned long long)seed);
-        for (size_t i = 0; i < NCOST; i++)
-            fprintf(json, "%s\"%s\":%u", i ? "," : "", cost_fields[i].name, cost_get(&costs, i));
+        fields_print(json, cost_fields, NCOST, &costs, true, ",");
         fprintf(json, "},\"shapes\":{");
-        for (size_t w = 0; w < NWORK; w++)
-            fprintf(json, "%s\"%s\":{\"tasks\":%u,\"compute_us\":%u,\"cs_us\":%u,\"group\":%u,"
-                    "\"locks\":%u,\"inflight\":%u}",
-                    w ? "," : "", shape_names[w], shapes[w].tasks, shapes[w].compute_us,
-                    shapes[w].cs_us, shapes[w].group, shapes[w].locks, shapes[w].inflight);
+        for (size_t w = 0; w < NWORK; w++) {
+            fprintf(json, "%s\"%s\":{", w ? "," : "", shape_names[w]);
+            fields_print(json, work_fields, NWORKFIELD, &shapes[w], true, ",");
+            fprintf(json, "}");
+        }
         fprintf(json, "},\"scenarios\":[");
     }
 
     printf("SIMULATED results (tests/sim/README.md lists the model's assumptions), seed %llu, costs:",
            (unsigned long long)seed);
-    for (size_t i = 0; i < NCOST; i++)
-        printf(" %s=%u", cost_fields[i].name, cost_get(&costs, i));
+    printf(" ");
+    fields_print(stdout, cost_fields, NCOST, &costs, false, " ");
     printf("\nshapes:");
-    for (size_t w = 0; w < NWORK; w++)
-        printf(" %s(tasks=%u compute_us=%u cs_us=%u group=%u locks=%u inflight=%u)", shape_names[w],
-               shapes[w].tasks, shapes[w].compute_us, shapes[w].cs_us, shapes[w].group,
-               shapes[w].locks, shapes[w].inflight);
+    for (size_t w = 0; w < NWORK; w++) {
+        printf(" %s(", shape_names[w]);
+        fields_print(stdout, work_fields, NWORKFIELD, &shapes[w], false, " ");
+        printf(")");
+    }
     printf("\n");
     printf("%-16s %-9s %12s %8s %8s %6s %9s %8s %9s\n", "scenario", "policy", "units/s", "vs none",
            "spin%", "jain", "converge", "flaps/m", "pref/VM");
