@@ -791,20 +791,12 @@ static struct noisy noisy_pools(unsigned claim, unsigned shrink_after, double no
             }
             bool had = b.dec != NULL;
             step(&b);
-            if (getenv("DBG") && atoi(getenv("DBG")) == (int)pool && claim == 2 && shrink_after == 2 && s >= 150) {
-                fprintf(stderr, "pool %u npcpu %u s %u:", pool, npcpu, s);
-                for (unsigned i = 0; i < ndom; i++)
-                    fprintf(stderr, " [%u/%u b%u d%.2f c%d e%.2f st%u m%u%s]", b.dec[i].count, b.m.dom[i].nvcpu, busy[i], b.dec[i].demand, b.dec[i].censored, b.dec[i].entitlement, b.dec[i].starve_streak, b.dec[i].claim_misses, b.dec[i].claimed ? " CL" : "");
-                fprintf(stderr, "\n");
-            }
             for (unsigned i = 0; had && i < ndom; i++) {
                 unsigned c = !ch_cpuset_equal(&before[i], &b.dec[i].preferred);
                 early += s >= 30 && s < 60 ? c : 0;
                 late += s >= 170 ? c : 0;
             }
         }
-        if (getenv("DBGL") && late && claim == 2 && shrink_after == 2)
-            fprintf(stderr, "late pool %u %u\n", pool, late);
         r.early_pools += early > 0;
         r.early_changes += early;
         r.late_pools += late > 0;
