@@ -61,7 +61,8 @@ static const struct scenario scenarios[] = {
     {"hackbench-8x16", "32 threads (16x2), 8 VMs x 16 vCPUs, message passing", LETTER_HOST, .nvm = 8, .nvcpu = 16, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = -1},
     {"pgbench-16x4", "32 threads (16x2), 16 VMs x 4 vCPUs, lock heavy", LETTER_HOST, .nvm = 16, .nvcpu = 4, .w = W_PGBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = -1},
     {"sysbench-4x4", "32 threads (16x2), 4 VMs x 4 vCPUs, CPU bound, undercommitted", LETTER_HOST, .nvm = 4, .nvcpu = 4, .w = W_SYSBENCH, .seconds = 20, .step_at_s = 5, .non_cooperating = -1},
-    /* the shape that showed hostd's incumbency defect (host-agent/README.md): no SMT, 2:1 more */
+    /* the shape where the first VM kept the pool until hostd's fair claims (host-agent/README.md):
+     * no SMT, 2:1 more */
     {"step-16p-8x16", "16 pCPUs, 8 VMs x 16 vCPUs, 7 joining at 5 s, message passing", 16, .nvm = 8, .nvcpu = 16, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = -1},
     {"noncoop-report", "16 pCPUs, 8 VMs x 8 vCPUs, vm0 ignores hints, enforce=report", 16, .nvm = 8, .nvcpu = 8, .w = W_PGBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = 0},
     {"noncoop-cap", "16 pCPUs, 8 VMs x 8 vCPUs, vm0 ignores hints, enforce=cap", 16, .nvm = 8, .nvcpu = 8, .w = W_PGBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = 0, .cap = true},
