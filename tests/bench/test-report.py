@@ -184,4 +184,35 @@ with tempfile.TemporaryDirectory() as d:
     md2, js2 = report()
     check(md == md2 and js == js2, "the report is reproducible from its samples")
 
+# --- guests-summary over the per-scenario runs ---------------------------------------------
+with tempfile.TemporaryDirectory() as d:
+    a, b, gone = (os.path.join(d, x) for x in ("a", "b", "gone"))
+    os.mkdir(a)
+    os.mkdir(b)
+    ten = {"none": {"runs": 10}, "corehint": {"runs": 10}}
+    with open(os.path.join(a, "guests.json"), "w") as f:
+        json.dump({"scenarios": {"s1": {
+            "modes": dict(ten, **{"steal-governor": {"runs": 10, "governor": {
+                "runs": 10, "runs_loaded_in_every_guest": 10, "runs_acted": 9}}}),
+            "corehint_over_none": 0.5, "corehint_over_none_ci95": [0.4, 0.6],
+            "corehint_over_oracle": 1.3, "corehint_over_oracle_ci95": [1.1, 1.5],
+            "oracle_best": "oracle-1.1"}}}, f)
+    with open(os.path.join(b, "guests.json"), "w") as f:
+        json.dump({"scenarios": {"s2": {
+            "modes": ten, "corehint_over_none": 0.9, "corehint_over_none_ci95": [0.8, 1.2],
+            "corehint_over_none_is_upper_bound": True}}}, f)
+    p = subprocess.run([sys.executable, os.path.join(here, "guests-summary"), a, b, gone],
+                       capture_output=True, text=True)
+    rows = {l.split("|")[1].strip(): l for l in p.stdout.splitlines() if l.startswith("| s")}
+    check(p.returncode == 1 and f"{gone}: no guests.json" in p.stdout,
+          f"a scenario that did not finish is named and fails the summary: {p.returncode} {p.stdout}")
+    check("| 0.500 [0.400, 0.600] |" in rows.get("s1", "") and "| 1.300 [1.100, 1.500] |" in rows["s1"]
+          and "| oracle-1.1 |" in rows["s1"] and "loaded 10/10, acted 9/10" in rows["s1"],
+          f"ratios with intervals, the best static sets, the governor's runs: {rows}")
+    check(rows["s1"].rstrip().endswith("| faster than none; **slower** than oracle |"),
+          f"the verdict follows the intervals: {rows['s1']}")
+    check("| <= 0.900 [0.800, 1.200] |" in rows.get("s2", "") and "| - |" in rows["s2"]
+          and rows["s2"].rstrip().endswith("| no difference shown |"),
+          f"a bound is marked, a missing mode is '-', an interval across 1 shows nothing: {rows}")
+
 finish()
