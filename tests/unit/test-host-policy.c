@@ -483,10 +483,48 @@ TEST(hysteresis_shrinks_late_grows_at_once)
     }
 }
 
+/* xorshift64: the same pools for every run of the test */
+static double urand(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return (double)(*x >> 11) / (double)(1ULL << 53);
+}
+
 /*
- * A closed loop: each VM has `threads` busy tasks that its guest packs onto its preferred
- * vCPUs; the host shares its pCPUs evenly among the busy vCPU threads.  Returns the number of
- * preferred-set changes after the warm-up.
+ * One interval's sample of a closed loop: VM i has busy[i] busy tasks that its guest packs onto
+ * its preferred vCPUs; the host shares its pCPUs evenly among the busy vCPU threads.  With x,
+ * every vCPU's reading is scaled by 1 - noise * U(0, 1): busy ones read up to `noise` low, as
+ * TCG vCPU threads do.
+ */
+static void feed(struct bed *b, const unsigned *busy, double noise, uint64_t *x)
+{
+    unsigned runnable = 0;
+
+    for (unsigned i = 0; i < b->m.ndom; i++) {
+        unsigned k = b->dec ? b->dec[i].count : b->m.dom[i].nvcpu;
+        runnable += busy[i] < k ? busy[i] : k;
+    }
+    double share = runnable > b->m.npcpu ? (double)b->m.npcpu / runnable : 1;
+    for (unsigned i = 0; i < b->m.ndom; i++) {
+        struct model_dom *d = &b->m.dom[i];
+        unsigned placed = 0;
+        for (unsigned v = 0; v < d->nvcpu; v++) {
+            bool on = (!b->dec || ch_cpuset_test(&b->dec[i].preferred, d->vcpu[v].id)) &&
+                      placed < busy[i];
+            double low = x ? 1 - noise * urand(x) : 1;
+            placed += on;
+            d->vcpu[v].run = on ? share * low : 0;
+            d->vcpu[v].wait = on ? (1 - share) * low : 0;
+            d->vcpu[v].halted = !on;
+        }
+    }
+}
+
+/*
+ * A closed loop (feed, then a step) for `steps` intervals.  Returns the number of preferred-set
+ * changes after the warm-up.
  */
 static unsigned closed_loop(struct bed *b, const unsigned *busy, unsigned nbusy, unsigned steps,
                             unsigned warmup)
@@ -495,26 +533,7 @@ static unsigned closed_loop(struct bed *b, const unsigned *busy, unsigned nbusy,
 
     CHECK_INT(nbusy, b->m.ndom);
     for (unsigned s = 0; s < steps; s++) {
-        unsigned runnable = 0;
-        for (unsigned i = 0; i < nbusy; i++) {
-            unsigned k = b->dec ? b->dec[i].count : b->m.dom[i].nvcpu;
-            runnable += busy[i] < k ? busy[i] : k;
-        }
-        double share = runnable ? (double)b->m.npcpu / runnable : 1;
-        if (share > 1)
-            share = 1;
-        for (unsigned i = 0; i < nbusy; i++) {
-            struct model_dom *d = &b->m.dom[i];
-            unsigned placed = 0;
-            for (unsigned v = 0; v < d->nvcpu; v++) {
-                bool pref = !b->dec || ch_cpuset_test(&b->dec[i].preferred, d->vcpu[v].id);
-                bool on = pref && placed < busy[i];
-                placed += on;
-                d->vcpu[v].run = on ? share : 0;
-                d->vcpu[v].wait = on ? 1 - share : 0;
-                d->vcpu[v].halted = !on;
-            }
-        }
+        feed(b, busy, 0, NULL);
         struct pol_decision *old = NULL;
         if (b->dec) {
             old = malloc((b->ndec + 1) * sizeof(*old));
@@ -601,15 +620,6 @@ TEST(incumbent_yields_to_censored_newcomers)
     bed_free(&b);
 }
 
-/* xorshift64: the same pools for every run of the test */
-static double urand(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return (double)(*x >> 11) / (double)(1ULL << 53);
-}
-
 /*
  * The same step with every busy vCPU reading up to 12 % low (noisy_pools' noise): a saturated
  * VM then reads as censored only now and then, so the claims come later; every VM must still
@@ -633,27 +643,11 @@ TEST(incumbent_yields_under_noise)
         }
         took[seed] = 0;
         for (unsigned s = 0; s < 200 && !took[seed]; s++) {
+            unsigned fair = 0;
             if (s == 5)
                 for (unsigned i = 1; i < 8; i++)
                     busy[i] = 16;
-            unsigned runnable = 0, fair = 0;
-            for (unsigned i = 0; i < 8; i++) {
-                unsigned k = b.dec ? b.dec[i].count : 16;
-                runnable += busy[i] < k ? busy[i] : k;
-            }
-            double share = runnable > 16 ? 16.0 / runnable : 1;
-            for (unsigned i = 0; i < 8; i++) {
-                struct model_dom *d = &b.m.dom[i];
-                unsigned placed = 0;
-                for (unsigned v = 0; v < 16; v++) {
-                    bool on = (!b.dec || ch_cpuset_test(&b.dec[i].preferred, v)) && placed < busy[i];
-                    double low = 1 - 0.12 * urand(&x);
-                    placed += on;
-                    d->vcpu[v].run = on ? share * low : 0;
-                    d->vcpu[v].wait = on ? (1 - share) * low : 0;
-                    d->vcpu[v].halted = !on;
-                }
-            }
+            feed(&b, busy, 0.12, &x);
             step(&b);
             for (unsigned i = 0; s >= 5 && i < 8; i++)
                 fair += b.dec[i].count == 2;
@@ -765,30 +759,12 @@ static struct noisy noisy_pools(unsigned claim, unsigned shrink_after, double no
         busy[0] = later[0];
         for (unsigned s = 0; s < 200; s++) {
             ch_cpuset before[8];
-            unsigned runnable = 0;
 
             if (s == 5)
                 memcpy(busy, later, sizeof(busy));
-            for (unsigned i = 0; i < ndom; i++) {
-                unsigned k = b.dec ? b.dec[i].count : b.m.dom[i].nvcpu;
-                runnable += busy[i] < k ? busy[i] : k;
-            }
-            double share = runnable > npcpu ? (double)npcpu / runnable : 1;
-            for (unsigned i = 0; i < ndom; i++) {
-                struct model_dom *d = &b.m.dom[i];
-                unsigned placed = 0;
-                for (unsigned v = 0; v < d->nvcpu; v++) {
-                    bool on = (!b.dec || ch_cpuset_test(&b.dec[i].preferred, d->vcpu[v].id)) &&
-                              placed < busy[i];
-                    double low = 1 - noise * urand(&x);
-                    placed += on;
-                    d->vcpu[v].run = on ? share * low : 0;
-                    d->vcpu[v].wait = on ? (1 - share) * low : 0;
-                    d->vcpu[v].halted = !on;
-                }
-                if (b.dec)
-                    before[i] = b.dec[i].preferred;
-            }
+            feed(&b, busy, noise, &x);
+            for (unsigned i = 0; b.dec && i < ndom; i++)
+                before[i] = b.dec[i].preferred;
             bool had = b.dec != NULL;
             step(&b);
             for (unsigned i = 0; had && i < ndom; i++) {
