@@ -493,21 +493,22 @@ static double urand(uint64_t *x)
 }
 
 /*
- * One interval's sample of a closed loop: VM i has busy[i] busy tasks that its guest packs onto
- * its preferred vCPUs; the host shares its pCPUs evenly among the busy vCPU threads.  With x,
+ * One interval's sample of a closed loop: VM i (of the first n) has busy[i] busy tasks that its
+ * guest packs onto its preferred vCPUs; the host shares its pCPUs evenly among the busy vCPU threads.  With x,
  * every vCPU's reading is scaled by 1 - noise * U(0, 1): busy ones read up to `noise` low, as
  * TCG vCPU threads do.
  */
-static void feed(struct bed *b, const unsigned *busy, double noise, uint64_t *x)
+static void feed(struct bed *b, const unsigned *busy, unsigned n, double noise, uint64_t *x)
 {
     unsigned runnable = 0;
 
-    for (unsigned i = 0; i < b->m.ndom; i++) {
+    n = n < b->m.ndom ? n : b->m.ndom;
+    for (unsigned i = 0; i < n; i++) {
         unsigned k = b->dec ? b->dec[i].count : b->m.dom[i].nvcpu;
         runnable += busy[i] < k ? busy[i] : k;
     }
     double share = runnable > b->m.npcpu ? (double)b->m.npcpu / runnable : 1;
-    for (unsigned i = 0; i < b->m.ndom; i++) {
+    for (unsigned i = 0; i < n; i++) {
         struct model_dom *d = &b->m.dom[i];
         unsigned placed = 0;
         for (unsigned v = 0; v < d->nvcpu; v++) {
@@ -533,7 +534,7 @@ static unsigned closed_loop(struct bed *b, const unsigned *busy, unsigned nbusy,
 
     CHECK_INT(nbusy, b->m.ndom);
     for (unsigned s = 0; s < steps; s++) {
-        feed(b, busy, 0, NULL);
+        feed(b, busy, nbusy, 0, NULL);
         struct pol_decision *old = NULL;
         if (b->dec) {
             old = malloc((b->ndec + 1) * sizeof(*old));
@@ -647,7 +648,7 @@ TEST(incumbent_yields_under_noise)
             if (s == 5)
                 for (unsigned i = 1; i < 8; i++)
                     busy[i] = 16;
-            feed(&b, busy, 0.12, &x);
+            feed(&b, busy, 8, 0.12, &x);
             step(&b);
             for (unsigned i = 0; s >= 5 && i < 8; i++)
                 fair += b.dec[i].count == 2;
@@ -762,7 +763,7 @@ static struct noisy noisy_pools(unsigned claim, unsigned shrink_after, double no
 
             if (s == 5)
                 memcpy(busy, later, sizeof(busy));
-            feed(&b, busy, noise, &x);
+            feed(&b, busy, ndom, noise, &x);
             for (unsigned i = 0; b.dec && i < ndom; i++)
                 before[i] = b.dec[i].preferred;
             bool had = b.dec != NULL;
