@@ -186,9 +186,9 @@ with tempfile.TemporaryDirectory() as d:
 
 # --- guests-summary over the per-scenario runs ---------------------------------------------
 with tempfile.TemporaryDirectory() as d:
-    a, b, gone = (os.path.join(d, x) for x in ("a", "b", "gone"))
-    os.mkdir(a)
-    os.mkdir(b)
+    a, b, gone, bad = (os.path.join(d, x) for x in ("a", "b", "gone", "bad"))
+    for x in (a, b, bad):
+        os.mkdir(x)
     ten = {"none": {"runs": 10}, "corehint": {"runs": 10}}
     with open(os.path.join(a, "guests.json"), "w") as f:
         json.dump({"scenarios": {"s1": {
@@ -198,21 +198,57 @@ with tempfile.TemporaryDirectory() as d:
             "corehint_over_oracle": 1.3, "corehint_over_oracle_ci95": [1.1, 1.5],
             "oracle_best": "oracle-1.1"}}}, f)
     with open(os.path.join(b, "guests.json"), "w") as f:
-        json.dump({"scenarios": {"s2": {
-            "modes": ten, "corehint_over_none": 0.9, "corehint_over_none_ci95": [0.8, 1.2],
-            "corehint_over_none_is_upper_bound": True}}}, f)
-    p = subprocess.run([sys.executable, os.path.join(here, "guests-summary"), a, b, gone],
+        json.dump({"scenarios": {
+            "s2": {"modes": dict(ten, corehint={"runs": 9}), "corehint_over_none": 0.9,
+                   "corehint_over_none_ci95": [0.8, 1.2], "corehint_over_none_is_upper_bound": True},
+            # bounds: an upper bound above 1 shows nothing, a lower bound below 1 neither, and
+            # an unknown one nothing either way; no interval is said so
+            "s3": {"modes": ten, "corehint_over_none": 1.3, "corehint_over_none_ci95": [1.1, 1.5],
+                   "corehint_over_none_is_upper_bound": True,
+                   "corehint_over_steal_governor": 0.7, "corehint_over_steal_governor_ci95": [0.6, 0.8],
+                   "corehint_over_steal_governor_is_lower_bound": True,
+                   "corehint_over_oracle": 0.7, "corehint_over_oracle_ci95": [0.6, 0.8],
+                   "corehint_over_oracle_is_unknown": True},
+            "s4": {"modes": ten, "corehint_over_none": 0.8, "corehint_over_none_ci95": None}}}, f)
+    with open(os.path.join(bad, "guests.json"), "w") as f:
+        f.write('{"scenarios": ')
+    p = subprocess.run([sys.executable, os.path.join(here, "guests-summary"), a, b, gone, bad],
                        capture_output=True, text=True)
-    rows = {l.split("|")[1].strip(): l for l in p.stdout.splitlines() if l.startswith("| s")}
-    check(p.returncode == 1 and f"{gone}: no guests.json" in p.stdout,
-          f"a scenario that did not finish is named and fails the summary: {p.returncode} {p.stdout}")
-    check("| 0.500 [0.400, 0.600] |" in rows.get("s1", "") and "| 1.300 [1.100, 1.500] |" in rows["s1"]
-          and "| oracle-1.1 |" in rows["s1"] and "loaded 10/10, acted 9/10" in rows["s1"],
-          f"ratios with intervals, the best static sets, the governor's runs: {rows}")
-    check(rows["s1"].rstrip().endswith("| faster than none; **slower** than oracle |"),
-          f"the verdict follows the intervals: {rows['s1']}")
-    check("| <= 0.900 [0.800, 1.200] |" in rows.get("s2", "") and "| - |" in rows["s2"]
-          and rows["s2"].rstrip().endswith("| no difference shown |"),
-          f"a bound is marked, a missing mode is '-', an interval across 1 shows nothing: {rows}")
+    rows = {l.split("|")[1].strip(): l.rstrip() for l in p.stdout.splitlines()
+            if l.startswith("| s") and "|---" not in l}
+    s1, s2, s3, s4 = (rows.get(k, "") for k in ("s1", "s2", "s3", "s4"))
+    check(p.returncode == 1 and f"{gone}: no readable guests.json" in p.stdout
+          and f"{bad}: no readable guests.json" in p.stdout,
+          f"a missing or broken guests.json is named and fails the summary: {p.returncode} {p.stdout}")
+    check("| 0.500 [0.400, 0.600] |" in s1 and "| 1.300 [1.100, 1.500] |" in s1
+          and "| oracle-1.1 |" in s1 and "loaded 10/10, acted 9/10" in s1 and s1.startswith("| s1 | 10 |"),
+          f"ratios with intervals, the best static sets, the governor's runs: {s1}")
+    check(s1.endswith("| faster than none; **slower** than oracle |"), f"the verdict follows the intervals: {s1}")
+    check("| <= 0.900 [0.800, 1.200] |" in s2 and "| - |" in s2 and s2.startswith("| s2 | 9/10 |")
+          and s2.endswith("| no difference shown |"),
+          f"a bound is marked, a missing mode is '-', unequal run counts shown, an interval across 1 "
+          f"shows nothing: {s2}")
+    check("| <= 1.300 [1.100, 1.500] |" in s3 and "| >= 0.700 [0.600, 0.800] |" in s3
+          and "| ? 0.700 [0.600, 0.800] |" in s3 and s3.endswith("| no difference shown |"),
+          f"no verdict from a bound against its direction or from an unknown one: {s3}")
+    check("| 0.800 (no interval) |" in s4 and s4.endswith("| no difference shown |"),
+          f"a ratio without an interval is said so and shows nothing: {s4}")
+
+# --- oracle-modes: the oracle's candidates ---------------------------------------------------
+for args, want in ((("all", "2", "2"), "oracle-1.1 oracle-1.2 oracle-2.2"),
+                   (("equal", "2", "2"), "oracle-1.1 oracle-2.2"),
+                   (("all", "3", "2"), "oracle-1.1.1 oracle-1.1.2 oracle-1.2.2 oracle-2.2.2"),
+                   (("equal", "2", "4"), "oracle-1.1 oracle-2.2 oracle-3.3 oracle-4.4"),
+                   (("all", "3", "2", "first-differs"),
+                    "oracle-1.1.1 oracle-1.1.2 oracle-1.2.2 oracle-2.1.1 oracle-2.1.2 oracle-2.2.2"),
+                   (("equal", "3", "2", "first-differs"), "oracle-1.1.1 oracle-1.2.2 oracle-2.1.1 oracle-2.2.2"),
+                   (("all", "1", "2"), "oracle-1 oracle-2")):
+    p = subprocess.run([sys.executable, os.path.join(here, "oracle-modes"), *args], capture_output=True, text=True)
+    check(p.returncode == 0 and p.stdout.split() == want.split(), f"oracle-modes {' '.join(args)}: {p.stdout!r}")
+p = subprocess.run([sys.executable, os.path.join(here, "oracle-modes"), "some", "2", "2"], capture_output=True, text=True)
+check(p.returncode != 0 and "usage" in p.stderr, f"oracle-modes refuses an unknown set: {p.returncode}")
+n10 = subprocess.run([sys.executable, os.path.join(here, "oracle-modes"), "all", "2", "4"],
+                     capture_output=True, text=True).stdout.split()
+check(len(n10) == 10 and len(set(n10)) == 10, f"2x4: every multiset of 1-4 once: {n10}")
 
 finish()
