@@ -288,9 +288,12 @@ static void prepare(struct work *w, unsigned shares_default, const struct hd_con
  * or shows half a CPU more) resets the wait, as do demand half a CPU above what it showed
  * when it last missed and the end of the pool's contention.  Every
  * VM held under its fair share that interval is marked claimed (its use of it is judged too),
- * not only the one whose wait ran out.
+ * not only the one whose wait ran out.  A claim is judged once the guest runs on the claimed
+ * count: a guest that acknowledged a smaller set has not applied it yet (a loaded guest, a slow
+ * qemu-ga), and its old set proves nothing; after CLAIM_WAIT_MAX intervals it is judged anyway.
  */
 #define CLAIM_BACKOFF_MAX 8
+#define CLAIM_WAIT_MAX 3
 
 static void claim_fair(struct work *v, unsigned n, double cap, const struct hd_config *cfg,
                        struct wf_item *it)
@@ -305,11 +308,20 @@ static void claim_fair(struct work *v, unsigned n, double cap, const struct hd_c
 
         if (!w->d->measured)
             continue;
-        if (p && p->claimed && !o->censored && w->d->demand < p->demand + 0.5) {
+        bool judge = p && p->claim_k;
+        if (judge && w->d->acked && ch_cpuset_count(&w->d->applied) < p->claim_k &&
+            p->claim_wait < CLAIM_WAIT_MAX) {
+            /* not applied yet: judged when it is */
+            o->claim_k = p->claim_k;
+            o->claim_wait = p->claim_wait + 1;
+            o->claim_demand = p->claim_demand;
+            judge = false;
+        }
+        if (judge && !o->censored && w->d->demand < p->claim_demand + 0.5) {
             /* the claim went unused: wait four times as long for the next one */
             o->claim_misses += o->claim_misses + 2 <= CLAIM_BACKOFF_MAX ? 2 : 0;
             o->miss_demand = w->d->demand;
-        } else if (o->claim_misses && ((p && p->claimed && o->censored) ||
+        } else if (o->claim_misses && ((judge && o->censored) ||
                                        w->d->demand >= o->miss_demand + 0.5)) {
             o->claim_misses = 0; /* it used a claim, or shows more than when it missed */
         }
@@ -637,8 +649,15 @@ int pol_step(const struct model *m, const struct hd_config *cfg, const struct po
         unsigned cnt = start[p + 1] - start[p];
 
         entitle(v, cnt, m->pool[p].ncpu, cfg, items);
-        for (unsigned i = 0; i < cnt; i++)
+        for (unsigned i = 0; i < cnt; i++) {
+            struct pol_decision *o = v[i].out;
             decide_count(&v[i], cfg);
+            if (o->claimed) { /* judged in a later interval (claim_fair) */
+                o->claim_k = o->count;
+                o->claim_wait = 0;
+                o->claim_demand = o->demand;
+            }
+        }
         if (assign_pool(v, cnt, &m->pool[p], load, m->npcpu, cores, cfg) < 0)
             goto cleanup;
         for (unsigned i = 0; i < cnt; i++) {

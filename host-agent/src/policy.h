@@ -41,6 +41,9 @@ struct pol_decision {
     unsigned claim_misses;  /* 2 per claim in a row the VM did not use (claim_fair) */
     double miss_demand;     /* its demand when it last left a claim unused */
     bool claimed;           /* this decision raised it to its fair share by a claim */
+    unsigned claim_k;       /* the count a claim gave, until it is judged (claim_fair) */
+    unsigned claim_wait;    /* intervals that claim has waited for the guest to apply it */
+    double claim_demand;    /* the VM's demand when it claimed */
     unsigned calm_streak;   /* consecutive contended intervals with the pool's demand below
                                its exit limit (uncontend_margin) */
     unsigned age;           /* intervals the preferred set has been unchanged */

@@ -498,13 +498,14 @@ static double urand(uint64_t *x)
  * every vCPU's reading is scaled by 1 - noise * U(0, 1): busy ones read up to `noise` low, as
  * TCG vCPU threads do.
  */
-static void feed(struct bed *b, const unsigned *busy, unsigned n, double noise, uint64_t *x)
+static void feed_sets(struct bed *b, const unsigned *busy, unsigned n, double noise, uint64_t *x,
+                      const ch_cpuset *sets)
 {
     unsigned runnable = 0;
 
     n = n < b->m.ndom ? n : b->m.ndom;
     for (unsigned i = 0; i < n; i++) {
-        unsigned k = b->dec ? b->dec[i].count : b->m.dom[i].nvcpu;
+        unsigned k = sets ? ch_cpuset_count(&sets[i]) : b->dec ? b->dec[i].count : b->m.dom[i].nvcpu;
         runnable += busy[i] < k ? busy[i] : k;
     }
     double share = runnable > b->m.npcpu ? (double)b->m.npcpu / runnable : 1;
@@ -512,7 +513,8 @@ static void feed(struct bed *b, const unsigned *busy, unsigned n, double noise, 
         struct model_dom *d = &b->m.dom[i];
         unsigned placed = 0;
         for (unsigned v = 0; v < d->nvcpu; v++) {
-            bool on = (!b->dec || ch_cpuset_test(&b->dec[i].preferred, d->vcpu[v].id)) &&
+            bool on = (sets ? ch_cpuset_test(&sets[i], d->vcpu[v].id)
+                            : !b->dec || ch_cpuset_test(&b->dec[i].preferred, d->vcpu[v].id)) &&
                       placed < busy[i];
             double low = x ? 1 - noise * urand(x) : 1;
             placed += on;
@@ -521,6 +523,12 @@ static void feed(struct bed *b, const unsigned *busy, unsigned n, double noise, 
             d->vcpu[v].halted = !on;
         }
     }
+}
+
+/* The guests pack their busy tasks onto the sets the last decision preferred. */
+static void feed(struct bed *b, const unsigned *busy, unsigned n, double noise, uint64_t *x)
+{
+    feed_sets(b, busy, n, noise, x, NULL);
 }
 
 /*
@@ -699,6 +707,110 @@ TEST(unused_claims_back_off_until_demand_grows)
     busy[1] = 4;
     closed_loop(&b, busy, 2, 2, 0);
     CHECK_MSG(b.dec[1].claim_misses == 0, "b shows more demand: %u", b.dec[1].claim_misses);
+    bed_free(&b);
+}
+
+/*
+ * The contention step of incumbent_yields_to_censored_newcomers with guests that apply every
+ * hint `lag` intervals late (a helper on a loaded guest, or a slow qemu-ga) and acknowledge the
+ * set they run on.  Returns the intervals from the step until every VM runs on its fair share,
+ * 2 vCPUs, and is told to keep it (0: never, in 60), and counts in *misses the decisions that
+ * held a missed claim.
+ */
+static unsigned lagging_step(unsigned lag, unsigned *misses)
+{
+    struct bed b;
+    unsigned busy[8] = {16, 0, 0, 0, 0, 0, 0, 0}, settled = 0;
+    ch_cpuset hist[4][8]; /* hist[s % (lag + 1)]: what the decision of interval s preferred */
+    char name[16];
+
+    CHECK(lag < 4);
+    bed_init(&b, 16, 8);
+    for (unsigned i = 0; i < 8; i++) {
+        snprintf(name, sizeof(name), "vm%u", i);
+        bed_dom(&b, i, name, 16, 0, 0, NULL);
+        for (unsigned h = 0; h <= lag; h++)
+            ch_cpuset_fill(&hist[h][i], 16);
+    }
+    *misses = 0;
+    for (unsigned s = 0; s < 60; s++) {
+        /* the guests run on the decision of interval s - 1 - lag */
+        ch_cpuset *sets = hist[s % (lag + 1)];
+        if (s == 5)
+            for (unsigned i = 1; i < 8; i++)
+                busy[i] = 16;
+        feed_sets(&b, busy, 8, 0, NULL, sets);
+        for (unsigned i = 0; i < 8; i++) {
+            b.m.dom[i].acked = true;
+            b.m.dom[i].applied = sets[i];
+        }
+        step(&b);
+        unsigned fair = 0;
+        for (unsigned i = 0; i < 8; i++) {
+            fair += s > 5 && ch_cpuset_count(&sets[i]) == 2 && b.dec[i].count == 2;
+            *misses += b.dec[i].claim_misses > 0;
+            sets[i] = b.dec[i].preferred; /* run from interval s + 1 + lag */
+        }
+        settled = fair < 8 ? 0 : settled ? settled : s - 5;
+    }
+    bed_free(&b);
+    return settled;
+}
+
+/*
+ * A claim must be judged on what the guest applied, not on what it was sent: the intervals
+ * right after a claim still show the old set, which is no proof that the VM left the larger
+ * one unused.  With guests one and two intervals late, every VM must reach its fair share and
+ * keep it, and no claim may count as missed.
+ */
+TEST(claims_judged_on_what_the_guest_applied)
+{
+    for (unsigned lag = 1; lag <= 2; lag++) {
+        unsigned misses, settled = lagging_step(lag, &misses);
+        CHECK_MSG(settled > 0, "lag %u: not every VM runs on 2 vCPUs at the end", lag);
+        CHECK_MSG(misses == 0, "lag %u: %u decisions counted a claim the guest had not applied "
+                  "as missed", lag, misses);
+        fprintf(stderr, "guests %u interval(s) late: every VM runs on its fair share %u intervals "
+                "after the step\n", lag, settled);
+    }
+}
+
+/*
+ * unused_claims_back_off_until_demand_grows with a guest one interval late: the interval after
+ * its claim still shows b's one task on its old single vCPU, saturated, which is no proof that
+ * it uses the claim; once it runs on the claimed set and leaves it idle, the claim is missed,
+ * and b claims rarely from then on.
+ */
+TEST(claims_of_a_late_guest_back_off_too)
+{
+    struct bed b;
+    unsigned busy[2] = {8, 0}, claims = 0, missed = 0;
+    ch_cpuset hist[2][2];
+
+    bed_init(&b, 8, 2);
+    bed_dom(&b, 0, "a", 8, 0, 0, NULL);
+    bed_dom(&b, 1, "b", 8, 0, 0, NULL);
+    for (unsigned h = 0; h < 2; h++)
+        for (unsigned i = 0; i < 2; i++)
+            ch_cpuset_fill(&hist[h][i], 8);
+    for (unsigned s = 0; s < 43; s++) {
+        ch_cpuset *sets = hist[s % 2]; /* the decision of interval s - 2 */
+        busy[1] = s >= 3;
+        feed_sets(&b, busy, 2, 0, NULL, sets);
+        for (unsigned i = 0; i < 2; i++) {
+            b.m.dom[i].acked = true;
+            b.m.dom[i].applied = sets[i];
+        }
+        step(&b);
+        claims += b.dec[1].claimed;
+        missed = missed ? missed : b.dec[1].claim_misses ? s : 0;
+        for (unsigned i = 0; i < 2; i++)
+            sets[i] = b.dec[i].preferred;
+    }
+    CHECK_MSG(missed > 0, "b's unused claim was never counted as missed");
+    CHECK_MSG(claims <= 4, "b claimed %u times in 40 intervals with one busy task", claims);
+    fprintf(stderr, "late guest with one task: first miss at interval %u, %u claims in 40\n",
+            missed, claims);
     bed_free(&b);
 }
 
