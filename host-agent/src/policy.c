@@ -290,7 +290,10 @@ static void prepare(struct work *w, unsigned shares_default, const struct hd_con
  * VM held under its fair share that interval is marked claimed (its use of it is judged too),
  * not only the one whose wait ran out.  A claim is judged once the guest runs on the claimed
  * count: a guest that acknowledged a smaller set has not applied it yet (a loaded guest, a slow
- * qemu-ga), and its old set proves nothing; after CLAIM_WAIT_MAX intervals it is judged anyway.
+ * qemu-ga), and its old set proves nothing; neither does an interval without a measurement or
+ * without an acknowledgement from a guest that gave one when it claimed.  Until then the claim
+ * stands (the pool keeps its fair shares, the claimant wanting all its vCPUs), for at most
+ * CLAIM_WAIT_MAX intervals; then it is judged on what the guest shows.
  */
 #define CLAIM_BACKOFF_MAX 8
 #define CLAIM_WAIT_MAX 3
@@ -305,18 +308,25 @@ static void claim_fair(struct work *v, unsigned n, double cap, const struct hd_c
         struct work *w = &v[i];
         const struct pol_decision *p = w->prev;
         struct pol_decision *o = w->out;
+        bool judge = false, pending = false;
 
+        if (p && p->claim_k) {
+            unsigned k = p->claim_k < w->d->nvcpu ? p->claim_k : w->d->nvcpu;
+            bool seen = w->d->measured &&
+                        (!p->claim_acked || (w->d->acked && ch_cpuset_count(&w->d->applied) >= k));
+            if (!seen && p->claim_wait < CLAIM_WAIT_MAX) {
+                o->claim_k = p->claim_k; /* not applied yet: the claim stands */
+                o->claim_wait = p->claim_wait + 1;
+                o->claim_demand = p->claim_demand;
+                o->claim_acked = p->claim_acked;
+                pending = true;
+            } else {
+                judge = true;
+            }
+        }
         if (!w->d->measured)
             continue;
-        bool judge = p && p->claim_k;
-        if (judge && w->d->acked && ch_cpuset_count(&w->d->applied) < p->claim_k &&
-            p->claim_wait < CLAIM_WAIT_MAX) {
-            /* not applied yet: judged when it is */
-            o->claim_k = p->claim_k;
-            o->claim_wait = p->claim_wait + 1;
-            o->claim_demand = p->claim_demand;
-            judge = false;
-        }
+        claim |= pending;
         if (judge && !o->censored && w->d->demand < p->claim_demand + 0.5) {
             /* the claim went unused: wait four times as long for the next one */
             o->claim_misses += o->claim_misses + 2 <= CLAIM_BACKOFF_MAX ? 2 : 0;
@@ -325,7 +335,8 @@ static void claim_fair(struct work *v, unsigned n, double cap, const struct hd_c
                                        w->d->demand >= o->miss_demand + 0.5)) {
             o->claim_misses = 0; /* it used a claim, or shows more than when it missed */
         }
-        it[m++] = (struct wf_item){w, o->censored ? w->d->nvcpu : w->d->demand, o->weight, 0};
+        it[m++] = (struct wf_item){w, o->censored || pending ? w->d->nvcpu : w->d->demand,
+                                   o->weight, 0};
     }
     waterfill(it, m, cap);
     for (unsigned i = 0; i < m; i++) {
@@ -656,6 +667,7 @@ int pol_step(const struct model *m, const struct hd_config *cfg, const struct po
                 o->claim_k = o->count;
                 o->claim_wait = 0;
                 o->claim_demand = o->demand;
+                o->claim_acked = v[i].d->acked;
             }
         }
         if (assign_pool(v, cnt, &m->pool[p], load, m->npcpu, cores, cfg) < 0)

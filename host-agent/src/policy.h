@@ -44,6 +44,7 @@ struct pol_decision {
     unsigned claim_k;       /* the count a claim gave, until it is judged (claim_fair) */
     unsigned claim_wait;    /* intervals that claim has waited for the guest to apply it */
     double claim_demand;    /* the VM's demand when it claimed */
+    bool claim_acked;       /* the guest acknowledged its hints when it claimed */
     unsigned calm_streak;   /* consecutive contended intervals with the pool's demand below
                                its exit limit (uncontend_margin) */
     unsigned age;           /* intervals the preferred set has been unchanged */
