@@ -491,6 +491,9 @@ static void print_domain(json_object *doc, json_object *d)
             printf("    claim: held under its fair share (every saturated VM counted as wanting "
                    "all its vCPUs), it gets that share: a pool member waited claim_after "
                    "intervals for it\n");
+        else if (dbl(dec, "claim_pending", 0) > 0)
+            printf("    claim: %.0f vCPUs claimed, waiting for the guest to run on them before "
+                   "it is judged used or not\n", dbl(dec, "claim_pending", 0));
         if (flag(dec, "contended"))
             printf("    compliance: %s (%.0f violations)%s\n",
                    flag(dec, "compliant") ? "compliant" : "NON-COMPLIANT",

@@ -90,6 +90,8 @@ static json_object *decision_json(const struct pol_decision *d)
     json_object_object_add(o, "claimed", json_object_new_boolean(d->claimed));
     json_object_object_add(o, "starve_streak", json_object_new_int64(d->starve_streak));
     json_object_object_add(o, "claim_misses", json_object_new_int64(d->claim_misses));
+    /* a claim waiting for the guest to run on it: the count claimed, 0 none */
+    json_object_object_add(o, "claim_pending", json_object_new_int64(d->claim_k));
     json_object_object_add(o, "opt_out", json_object_new_boolean(d->opt_out));
     json_object_object_add(o, "compliant", json_object_new_boolean(!d->non_compliant));
     json_object_object_add(o, "violations", json_object_new_int64(d->violations));

@@ -12,6 +12,8 @@
  *              (home: the pCPU it is pinned to, -1 floating; last: where it last ran)
  *              "decision":{"preferred":"cpulist","count":N,"target":N,"weight":X,
  *                          "entitlement":X,"reason":S,"contended":B,"censored":B,
+ *                          "claimed":B,"starve_streak":N,"claim_misses":N,
+ *                          "claim_pending":N,
  *                          "opt_out":B,"compliant":B,"violations":N,"age":N}}...]}
  */
 #ifndef HOSTD_REPORT_H

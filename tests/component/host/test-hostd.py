@@ -93,6 +93,12 @@ def replay_overcommit():
     dom = s[0]["domains"][0]
     check(abs(dom["wait"] - 1.0) < 1e-3 and abs(dom["demand"] - 2.0) < 1e-3, "rates: %s" % dom)
     check(abs(s[0]["host"]["pcpus"][0]["wait"] - 1.0) < 1e-3, "pCPU 0 wait")
+    # every decision key corehint-hostd(8) documents, claims included (none here: 0 pending)
+    keys = ("preferred count target weight entitlement reason contended censored claimed "
+            "starve_streak claim_misses claim_pending opt_out compliant violations age").split()
+    dec = decision(s[3], "a")
+    check(all(k in dec for k in keys), "keys missing: %s" % [k for k in keys if k not in dec])
+    check(dec["claim_pending"] == 0 and not dec["claimed"], "no claim on 2 pCPUs: %s" % dec)
 
 
 @case
