@@ -242,11 +242,29 @@ for args, want in ((("all", "2", "2"), "oracle-1.1 oracle-1.2 oracle-2.2"),
                    (("all", "3", "2", "first-differs"),
                     "oracle-1.1.1 oracle-1.1.2 oracle-1.2.2 oracle-2.1.1 oracle-2.1.2 oracle-2.2.2"),
                    (("equal", "3", "2", "first-differs"), "oracle-1.1.1 oracle-1.2.2 oracle-2.1.1 oracle-2.2.2"),
-                   (("all", "1", "2"), "oracle-1 oracle-2")):
+                   (("all", "1", "2"), "oracle-1 oracle-2"),
+                   # pinned: the guests side by side too, for every equal count but all
+                   (("all", "2", "2", "spread"), "oracle-1.1 oracle-1.2 oracle-2.2 oracle-1.1@1"),
+                   (("equal", "2", "4", "spread"),
+                    "oracle-1.1 oracle-2.2 oracle-3.3 oracle-4.4 oracle-1.1@1 oracle-2.2@2 oracle-3.3@3"),
+                   (("equal", "3", "2", "spread"), "oracle-1.1.1 oracle-2.2.2 oracle-1.1@1.1"),
+                   (("all", "1", "2", "spread"), "oracle-1 oracle-2")):
     p = subprocess.run([sys.executable, os.path.join(here, "oracle-modes"), *args], capture_output=True, text=True)
     check(p.returncode == 0 and p.stdout.split() == want.split(), f"oracle-modes {' '.join(args)}: {p.stdout!r}")
 p = subprocess.run([sys.executable, os.path.join(here, "oracle-modes"), "some", "2", "2"], capture_output=True, text=True)
 check(p.returncode != 0 and "usage" in p.stderr, f"oracle-modes refuses an unknown set: {p.returncode}")
+for args in (("equal", "3", "2", "first-differs", "spread"), ("all", "2", "2", "spread", "spread"),
+             ("all", "2", "2", "sideways")):
+    p = subprocess.run([sys.executable, os.path.join(here, "oracle-modes"), *args], capture_output=True, text=True)
+    check(p.returncode != 0 and p.stdout == "" and "oracle-modes" in p.stderr,
+          f"oracle-modes {' '.join(args)} is refused: {p.returncode} {p.stdout!r}")
+# tests/bench/guests turns a term into the set the guest must report, in the kernel's list form
+for v, term, want in ((2, "1", "0"), (2, "2", "0-1"), (2, "1@1", "1"), (4, "2@2", "2-3"),
+                      (4, "3@3", "0-1,3"), (4, "2@3", "0,3"), (4, "4", "0-3"), (3, "2@2", "0,2")):
+    p = subprocess.run(["bash", "-c", 'source <(sed -n "/^oracle_cpulist()/,/^}/p" "$1"); vcpus=$2; '
+                        'oracle_cpulist "$3"', "-", os.path.join(here, "guests"), str(v), term],
+                       capture_output=True, text=True)
+    check(p.returncode == 0 and p.stdout.strip() == want, f"oracle term {term} of {v} vCPUs: {p.stdout!r} {p.stderr!r}")
 n10 = subprocess.run([sys.executable, os.path.join(here, "oracle-modes"), "all", "2", "4"],
                      capture_output=True, text=True).stdout.split()
 check(len(n10) == 10 and len(set(n10)) == 10, f"2x4: every multiset of 1-4 once: {n10}")
