@@ -138,6 +138,10 @@ with tempfile.TemporaryDirectory() as d:
     check("| 2x2-floating:hackbench | none | 3 | 0 | 10.00" in md and md.count("| 20.0 |") == 1,
           "the table has the workload's row and its background column")
     check(wl["guest_steal_ticks"] == [7], "a workload's row finds its guests' steal counters")
+    check(wl.get("corehint_background_over_none") == 2.0 and wl.get("corehint_background_over_none_ci95") is None
+          and "corehint_background_over_oracle" not in wl and "background work corehint/none 2.000" in md,
+          f"corehint's background over none's (3 runs a side: no interval), none where the oracle has no "
+          f"figures: {wl.get('corehint_background_over_none')}")
     check(wl.get("oracle_best") == "oracle-1.2" and abs(wl["corehint_over_oracle"] - 5.0 / 4.02) < 1e-9,
           f"the oracle is the best static candidate: {wl.get('oracle_best')}, corehint/oracle "
           f"{wl.get('corehint_over_oracle')}")
@@ -196,6 +200,8 @@ with tempfile.TemporaryDirectory() as d:
                 "runs": 10, "runs_loaded_in_every_guest": 10, "runs_acted": 9}}}),
             "corehint_over_none": 0.5, "corehint_over_none_ci95": [0.4, 0.6],
             "corehint_over_oracle": 1.3, "corehint_over_oracle_ci95": [1.1, 1.5],
+            "corehint_background_over_none": 0.08, "corehint_background_over_none_ci95": [0.05, 0.13],
+            "corehint_background_over_oracle": 0.5, "corehint_background_over_oracle_ci95": None,
             "oracle_best": "oracle-1.1"}}}, f)
     with open(os.path.join(b, "guests.json"), "w") as f:
         json.dump({"scenarios": {
@@ -224,6 +230,9 @@ with tempfile.TemporaryDirectory() as d:
           and "| oracle-1.1 |" in s1 and "loaded 10/10, acted 9/10" in s1 and s1.startswith("| s1 | 10 |"),
           f"ratios with intervals, the best static sets, the governor's runs: {s1}")
     check(s1.endswith("| faster than none; **slower** than oracle |"), f"the verdict follows the intervals: {s1}")
+    check("| 0.08 [0.05, 0.13]; -; 0.50 (no interval) |" in s1,
+          f"the background work beside the times, '-' for a mode without it: {s1}")
+    check("| -; -; - |" in s2, f"no background figures, no background ratios: {s2}")
     check("| <= 0.900 [0.800, 1.200] |" in s2 and "| - |" in s2 and s2.startswith("| s2 | 9/10 |")
           and s2.endswith("| no difference shown |"),
           f"a bound is marked, a missing mode is '-', unequal run counts shown, an interval across 1 "
