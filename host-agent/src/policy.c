@@ -298,6 +298,22 @@ static void prepare(struct work *w, unsigned shares_default, const struct hd_con
 #define CLAIM_BACKOFF_MAX 8
 #define CLAIM_WAIT_MAX 3
 
+/* The count an entitlement gives a contended VM: its CPUs plus headroom, rounded up, to whole
+ * cores, at least min_cpus. */
+static unsigned contended_count(const struct work *w, double entitlement, const struct hd_config *cfg)
+{
+    unsigned n = w->d->nvcpu, k;
+    double need = entitlement * (1 + cfg->headroom);
+    double want = ceil(need - EPS);
+
+    /* Growing a shrunk guest takes a clear step past its current count: an entitlement
+     * wobbling around a whole number (0.96 CPUs + headroom) must not flip it. */
+    if (w->prev_k < n && want > w->prev_k && need < w->prev_k + cfg->grow_margin)
+        want = w->prev_k;
+    k = want < cfg->min_cpus ? cfg->min_cpus : want > n ? n : (unsigned)want;
+    return round_to_cores(k, w->d->threads, n);
+}
+
 static void claim_fair(struct work *v, unsigned n, double cap, const struct hd_config *cfg,
                        struct wf_item *it)
 {
@@ -342,8 +358,11 @@ static void claim_fair(struct work *v, unsigned n, double cap, const struct hd_c
     for (unsigned i = 0; i < m; i++) {
         struct work *w = it[i].w;
         struct pol_decision *o = w->out;
+        /* held: its fair share would give it more vCPUs than it has and than its entitlement
+         * gives it this interval (a claim that changes no count would only disturb the pool) */
+        unsigned fair = contended_count(w, it[i].alloc, cfg);
         bool held = o->censored && !o->opt_out && it[i].alloc > o->entitlement + EPS &&
-                    it[i].alloc * (1 + cfg->headroom) > w->prev_k + cfg->grow_margin + EPS;
+                    fair > w->prev_k && fair > contended_count(w, o->entitlement, cfg);
 
         o->starve_streak = held ? (w->prev ? w->prev->starve_streak : 0) + 1 : 0;
         claim |= o->starve_streak && o->starve_streak >= cfg->claim_after << o->claim_misses;
@@ -439,18 +458,7 @@ static void decide_count(struct work *w, const struct hd_config *cfg)
         o->reason = POL_NO_DATA;
         return;
     }
-    if (!o->contended) {
-        target = n;
-    } else {
-        double need = o->entitlement * (1 + cfg->headroom);
-        double want = ceil(need - EPS);
-        /* Growing a shrunk guest takes a clear step past its current count: an entitlement
-         * wobbling around a whole number (0.96 CPUs + headroom) must not flip it. */
-        if (w->prev_k < n && want > w->prev_k && need < w->prev_k + cfg->grow_margin)
-            want = w->prev_k;
-        target = want < cfg->min_cpus ? cfg->min_cpus : want > n ? n : (unsigned)want;
-        target = round_to_cores(target, d->threads, n);
-    }
+    target = o->contended ? contended_count(w, o->entitlement, cfg) : n;
     /* A quiet interval of a contended pool (calm_streak) grows guests but shrinks nobody:
      * contention that comes and goes must not shrink anybody by the quiet halves. */
     if (o->calm_streak && target < w->prev_k)

@@ -711,6 +711,43 @@ TEST(unused_claims_back_off_until_demand_grows)
 }
 
 /*
+ * A claim only where the fair share gives more vCPUs than the interval's entitlement does: here
+ * the censored VM (one busy task on one vCPU) grows to 2 out of the capacity its neighbour
+ * leaves, the count its fair share (1.8 CPUs) would give it too, so nothing is claimed, even
+ * with claim_after 1, and the neighbour keeps its 3 vCPUs (2 busy tasks, plus headroom) instead
+ * of being cut to its fair share of 2 for a claim that changes no count.
+ */
+TEST(no_claim_where_the_entitlement_already_gives_the_fair_count)
+{
+    struct bed b;
+    unsigned busy[2] = {8, 0};
+
+    bed_init(&b, 4, 2);
+    b.cfg.claim_after = 1;
+    bed_dom(&b, 0, "a", 8, 0, 0, NULL);
+    bed_dom(&b, 1, "b", 8, 0, 0, NULL);
+    closed_loop(&b, busy, 2, 3, 0);
+    CHECK_INT(b.dec[0].count, 4);
+    CHECK_INT(b.dec[1].count, 1);
+    busy[0] = 2;
+    busy[1] = 1;
+    closed_loop(&b, busy, 2, 1, 0);
+    CHECK(b.dec[1].censored);
+    CHECK_MSG(!b.dec[0].claimed && !b.dec[1].claimed, "claimed: a %d, b %d", b.dec[0].claimed,
+              b.dec[1].claimed);
+    CHECK_INT(b.dec[1].count, 2);
+    CHECK_MSG(b.dec[0].count == 3, "a holds %u vCPUs (%s)", b.dec[0].count, pref(&b, 0));
+    /* and none later, as the pool (3 CPUs of demand) calms down and both widen again */
+    for (unsigned s = 0; s < 10; s++) {
+        closed_loop(&b, busy, 2, 1, 0);
+        CHECK_MSG(!b.dec[0].claimed && !b.dec[1].claimed, "interval %u: claimed: a %d, b %d", s,
+                  b.dec[0].claimed, b.dec[1].claimed);
+    }
+    CHECK_INT(b.dec[0].count, 8);
+    bed_free(&b);
+}
+
+/*
  * Guests that apply hints late.  VM 0 has busy0 busy tasks from the start, the others busy1
  * from interval step_at; each guest runs on the decision `lag` intervals older than the last
  * one (with `period`, it takes the latest decision only every period-th interval and skips the
