@@ -1099,6 +1099,30 @@ def ctl_shows_status_domain_metrics():
         check(out.count("host CPUs (contention, CPUs):") == 3, "3 refreshes: " + out)
         js, _ = ctl(["-e", ep, "--json", "watch", "-i", "0.1", "-n", "2"])
         check(len([json.loads(l) for l in js.splitlines()]) == 2, "a document per line: " + js)
+        # a claim (none fires on this 2-pCPU trace): hostd's own document with a's decision
+        # claimed, then pending, served once each
+        for claimed, pending, want in ((True, 0, "claim: held under its fair share"),
+                                       (False, 2, "claim: 2 vCPUs claimed, waiting for the guest"),
+                                       (False, 0, None)):
+            dec = dom_status(doc, "a")["decision"]
+            dec["claimed"], dec["claim_pending"] = claimed, pending
+            body = json.dumps(doc).encode()
+            srv = socket.socket()
+            srv.bind(("127.0.0.1", 0))
+            srv.listen(1)
+
+            def serve():
+                c, _ = srv.accept()
+                c.recv(4096)
+                c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + body)
+                c.close()
+            t = threading.Thread(target=serve)
+            t.start()
+            out, _ = ctl(["-e", "127.0.0.1:%d" % srv.getsockname()[1], "domain", "a"])
+            t.join(10)
+            srv.close()
+            check((want in out) if want else "claim:" not in out,
+                  "claimed %s, pending %d: %s" % (claimed, pending, out))
         conf = os.path.join(d.dir, "hostd.conf")
         write(conf, "interval_ms = 200\nmetrics_listen = %s\n" % ep)
         out, _ = ctl(["-c", conf])
