@@ -89,6 +89,8 @@ with tempfile.TemporaryDirectory() as d:
             for mode, secs in (("oracle-1.1", 8.0), ("oracle-1.2", 4.0 + rep / 100), ("oracle-2.2", 10.0)):
                 for g in ("a", "b"):
                     print("2x2-floating:hackbench", mode, rep, f"2x2-{g}", secs, file=f)
+                    if mode == "oracle-1.2":  # a background that did nothing: no ratio over it
+                        print("2x2-floating:hackbench", mode, rep, f"2x2-{g}", 0, secs, file=b)
     with open(os.path.join(d, "guests-steal.txt"), "w") as f:
         print("2x2 steal 2x2-a 7", file=f)
 
@@ -140,8 +142,8 @@ with tempfile.TemporaryDirectory() as d:
     check(wl["guest_steal_ticks"] == [7], "a workload's row finds its guests' steal counters")
     check(wl.get("corehint_background_over_none") == 2.0 and wl.get("corehint_background_over_none_ci95") is None
           and "corehint_background_over_oracle" not in wl and "background work corehint/none 2.000" in md,
-          f"corehint's background over none's (3 runs a side: no interval), none where the oracle has no "
-          f"figures: {wl.get('corehint_background_over_none')}")
+          f"corehint's background over none's (3 runs a side: no interval), none over the oracle's "
+          f"background of no work: {wl.get('corehint_background_over_none')}")
     check(wl.get("oracle_best") == "oracle-1.2" and abs(wl["corehint_over_oracle"] - 5.0 / 4.02) < 1e-9,
           f"the oracle is the best static candidate: {wl.get('oracle_best')}, corehint/oracle "
           f"{wl.get('corehint_over_oracle')}")

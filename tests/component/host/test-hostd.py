@@ -1106,17 +1106,18 @@ def ctl_shows_status_domain_metrics():
                                        (False, 0, None)):
             dec = dom_status(doc, "a")["decision"]
             dec["claimed"], dec["claim_pending"] = claimed, pending
-            body = json.dumps(doc).encode()
+            page = json.dumps(doc).encode()
             srv = socket.socket()
             srv.bind(("127.0.0.1", 0))
             srv.listen(1)
+            srv.settimeout(30 * SLOW)  # a ctl that never connects must not hang the test
 
             def serve():
                 c, _ = srv.accept()
                 c.recv(4096)
-                c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + body)
+                c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + page)
                 c.close()
-            t = threading.Thread(target=serve)
+            t = threading.Thread(target=serve, daemon=True)
             t.start()
             out, _ = ctl(["-e", "127.0.0.1:%d" % srv.getsockname()[1], "domain", "a"])
             t.join(10)
