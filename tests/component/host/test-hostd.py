@@ -1052,6 +1052,14 @@ def ctl(args, rc=0, timeout=30):
     return p.stdout, p.stderr
 
 
+def answer_once(srv, body):
+    """Answer one connection to the listening socket srv with body, whatever it asked."""
+    c, _ = srv.accept()
+    c.recv(4096)
+    c.sendall(body)
+    c.close()
+
+
 @case
 def ctl_shows_status_domain_metrics():
     """corehintctl against a live hostd (replay, two acknowledging guests): status has a line
@@ -1101,29 +1109,23 @@ def ctl_shows_status_domain_metrics():
         check(len([json.loads(l) for l in js.splitlines()]) == 2, "a document per line: " + js)
         # a claim (none fires on this 2-pCPU trace): hostd's own document with a's decision
         # claimed, then pending, served once each
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+        srv.settimeout(30 * SLOW)  # a ctl that never connects must not hang the test
         for claimed, pending, want in ((True, 0, "claim: held under its fair share"),
                                        (False, 2, "claim: 2 vCPUs claimed, waiting for the guest"),
                                        (False, 0, None)):
             dec = dom_status(doc, "a")["decision"]
             dec["claimed"], dec["claim_pending"] = claimed, pending
-            page = json.dumps(doc).encode()
-            srv = socket.socket()
-            srv.bind(("127.0.0.1", 0))
-            srv.listen(1)
-            srv.settimeout(30 * SLOW)  # a ctl that never connects must not hang the test
-
-            def serve():
-                c, _ = srv.accept()
-                c.recv(4096)
-                c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + page)
-                c.close()
-            t = threading.Thread(target=serve, daemon=True)
+            page = b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + json.dumps(doc).encode()
+            t = threading.Thread(target=answer_once, args=(srv, page), daemon=True)
             t.start()
             out, _ = ctl(["-e", "127.0.0.1:%d" % srv.getsockname()[1], "domain", "a"])
             t.join(10)
-            srv.close()
             check((want in out) if want else "claim:" not in out,
                   "claimed %s, pending %d: %s" % (claimed, pending, out))
+        srv.close()
         conf = os.path.join(d.dir, "hostd.conf")
         write(conf, "interval_ms = 200\nmetrics_listen = %s\n" % ep)
         out, _ = ctl(["-c", conf])
@@ -1165,16 +1167,10 @@ def ctl_errors_are_clear():
     other = socket.socket()
     other.bind(("127.0.0.1", 0))
     other.listen(4)
-
-    def answer(body):
-        c, _ = other.accept()
-        c.recv(4096)
-        c.sendall(body)
-        c.close()
     for body, want in ((b"SSH-2.0-OpenSSH\r\n", "not an HTTP answer"),
                        (b"HTTP/1.0 404 Not Found\r\n\r\n", "answered \"HTTP/1.0 404 Not Found\""),
                        (b"HTTP/1.0 200 OK\r\n\r\n{not json", "is not hostd's JSON")):
-        t = threading.Thread(target=answer, args=(body,))
+        t = threading.Thread(target=answer_once, args=(other, body))
         t.start()
         _, err = ctl(["-e", "127.0.0.1:%d" % other.getsockname()[1], "status"], rc=1)
         t.join(10)
