@@ -55,36 +55,43 @@ uint64_t act_latency_quantile(const struct actuator *a, double q)
     return sorted[idx < n ? idx : n - 1];
 }
 
-/* Where the domain's channel socket is, "" for none. */
-static void channel_path(const struct actuator *a, const struct model_dom *d, char *out,
+/* Where the channel socket of domain name (whose XML names socket channel, "" for none) is,
+ * "" for none. */
+static void channel_path(const struct actuator *a, const char *name, const char *channel, char *out,
                          size_t size)
 {
     if (a->cfg->channel_dir[0])
-        snprintf(out, size, "%s/%s.sock", a->cfg->channel_dir, d->name);
+        snprintf(out, size, "%s/%s.sock", a->cfg->channel_dir, name);
     else
-        snprintf(out, size, "%s", d->channel);
+        snprintf(out, size, "%s", channel);
 }
 
-/* Open a channel for every VM that has a socket, reopening those whose socket moved. */
-static void open_channels(struct actuator *a)
+/* Give v a channel to its socket, reopening it when the socket moved. */
+static void open_channel(struct actuator *a, struct vm_entry *v, const char *name,
+                         const char *channel)
 {
-    for (unsigned i = 0; i < a->reg->nvm; i++) {
-        struct vm_entry *v = &a->reg->vm[i];
-        const struct model_dom *d = v->dom;
-        char path[SNAP_PATH_MAX + sizeof(a->cfg->channel_dir) + SNAP_NAME_MAX + 8];
+    char path[SNAP_PATH_MAX + sizeof(a->cfg->channel_dir) + SNAP_NAME_MAX + 8];
 
-        channel_path(a, d, path, sizeof(path));
-        if (v->act.ch && strcmp(v->act.ch->path, path) != 0) {
-            chan_free(v->act.ch);
-            v->act.ch = NULL;
-        }
-        if (!v->act.ch && path[0] && !a->cfg->dry_run) {
-            if (strlen(path) >= SNAP_PATH_MAX)
-                log_msg(LOG_LVL_WARN, "%s: channel path too long: %s", d->name, path);
-            else
-                v->act.ch = chan_new(a->base, d->name, path, on_ack, a);
-        }
+    channel_path(a, name, channel, path, sizeof(path));
+    if (v->act.ch && strcmp(v->act.ch->path, path) != 0) {
+        chan_free(v->act.ch);
+        v->act.ch = NULL;
     }
+    if (!v->act.ch && path[0] && !a->cfg->dry_run) {
+        if (strlen(path) >= SNAP_PATH_MAX)
+            log_msg(LOG_LVL_WARN, "%s: channel path too long: %s", name, path);
+        else
+            v->act.ch = chan_new(a->base, name, path, on_ack, a);
+    }
+}
+
+void act_track(struct actuator *a, const struct snapshot *s)
+{
+    if (a->reg->steps || reg_track(a->reg, s) < 0)
+        return;
+    /* (reg_track() keeps the records in the snapshot's order) */
+    for (unsigned i = 0; i < a->reg->nvm; i++)
+        open_channel(a, &a->reg->vm[i], s->dom[i].name, s->dom[i].channel);
 }
 
 static void agent_result(const struct actuator *a, struct vm_entry *v, enum cfg_actuator how,
@@ -160,6 +167,39 @@ static void agent_apply(struct actuator *a, struct vm_entry *v, const struct mod
     agent_result(a, v, how, cpus, rc, err);
 }
 
+/*
+ * A decision made before any hello of the guest knew none of its housekeeping CPUs and kept
+ * the lowest vCPU in its set (PROTOCOL.md 5.1): guests pinned alike would all be told to
+ * prefer the vCPU on one host CPU.  Until a sample has seen the guest's hello, its hints wait,
+ * for at most a lease after the channel came up (a guest whose helper never says hello is
+ * hinted then); the guest meanwhile keeps what it holds (an earlier hostd's hint in its lease,
+ * or its fallback).  Hostd's hello goes out on connect and every helper answers the first
+ * hello of a session, so this costs one interval at most once per hostd start and guest.
+ */
+static bool hold_for_hello(struct actuator *a, struct vm_entry *v, uint32_t lease_ms)
+{
+    uint64_t up_ms = (hd_mono_ns() - v->act.ch->up_ns) / 1000000u;
+
+    if (v->act.heard || up_ms >= lease_ms) {
+        if (v->act.holding && v->act.heard)
+            log_msg(LOG_LVL_INFO, "%s: hinting after the guest's hello (%llu hints held)", v->name,
+                    (unsigned long long)v->act.held);
+        else if (v->act.holding)
+            log_msg(LOG_LVL_WARN,
+                    "%s: no hello from the guest %llu ms after its channel came up: hinting "
+                    "without its housekeeping CPUs",
+                    v->name, (unsigned long long)up_ms);
+        v->act.holding = false;
+        return false;
+    }
+    if (!v->act.holding)
+        log_msg(LOG_LVL_INFO, "%s: hints wait for the guest's hello (its housekeeping CPUs)",
+                v->name);
+    v->act.holding = true;
+    v->act.held++;
+    return true;
+}
+
 unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
 {
     uint32_t lease = a->cfg->lease_intervals * a->cfg->interval_ms;
@@ -167,7 +207,8 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
 
     if (!e->decided || reg_sync(a->reg, e) < 0)
         return 0;
-    open_channels(a);
+    for (unsigned i = 0; i < a->reg->nvm; i++)
+        open_channel(a, &a->reg->vm[i], a->reg->vm[i].dom->name, a->reg->vm[i].dom->channel);
     if (lease < CH_LEASE_MIN_MS)
         lease = CH_LEASE_MIN_MS;
     if (lease > CH_LEASE_MAX_MS)
@@ -220,6 +261,8 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
             continue;
         }
         if (!v->act.ch || d->opt_out || v->act.ch->state != CHAN_UP)
+            continue;
+        if (!widen && hold_for_hello(a, v, lease))
             continue;
         /* Never name a CPU the guest does not have online: it would refuse the hint. */
         if (v->act.ch->has_hello) {
@@ -297,6 +340,7 @@ json_object *act_channel_json(const struct vm_entry *v)
     json_object_object_add(o, "throttled", json_object_new_uint64(ch->c.throttled));
     json_object_object_add(o, "replaced", json_object_new_uint64(ch->c.replaced));
     json_object_object_add(o, "resent", json_object_new_uint64(ch->c.resent));
+    json_object_object_add(o, "held_for_hello", json_object_new_uint64(v->act.held));
     if (ch->connect_error[0])
         json_object_object_add(o, "connect_error", json_object_new_string(ch->connect_error));
     if (ch->has_hello) {
@@ -341,8 +385,10 @@ void act_annotate(struct actuator *a, struct snapshot *s)
         /* The latest hello wins; between a reconnect and the next hello the last one holds,
          * so that a reconnect alone does not move the VM's preferred vCPUs. */
         /* (empty when the helper did not say) */
-        if (v->act.ch && v->act.ch->has_hello)
+        if (v->act.ch && v->act.ch->has_hello) {
             v->act.housekeeping = v->act.ch->hello.housekeeping;
+            v->act.heard = true;
+        }
         if (ch_cpuset_empty(&d->housekeeping))
             d->housekeeping = v->act.housekeeping;
         /* Delivery, for compliance, by the domain's actuator: qemu-ga carried a set out (and

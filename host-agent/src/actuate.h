@@ -60,6 +60,11 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen);
 /* The agent function finished the command it was given for uuid. */
 void act_agent_done(struct actuator *a, const char *uuid, enum cfg_actuator how,
                     const ch_cpuset *cpus, int rc, const char *err);
+/* Before the first decision: open the channels of the domains of s (registry records kept by
+ * reg_track()), so that their guests' hellos, with the housekeeping CPUs every preferred set
+ * must hold, arrive before that decision.  (After it, act_apply() opens those of new
+ * domains.) */
+void act_track(struct actuator *a, const struct snapshot *s);
 /* Give every domain of s whose housekeeping CPUs are unknown the ones its guest's hello
  * reported (before the snapshot is recorded and decided on; a replayed trace's own win). */
 void act_annotate(struct actuator *a, struct snapshot *s);

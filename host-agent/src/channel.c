@@ -374,6 +374,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         /* What the guest said counts for this connection only. */
         ch->has_hello = ch->has_status = ch->has_error = false;
         ch->last_rx_ns = 0;
+        ch->up_ns = hd_mono_ns();
         ch->c.connects++;
         send_hello(ch);
         return;

@@ -81,6 +81,7 @@ struct channel {
     struct ch_status status; /* its latest status */
     struct ch_error error;   /* its latest error */
     uint64_t last_rx_ns;     /* CLOCK_MONOTONIC of the last valid guest message, 0 never */
+    uint64_t up_ns;          /* CLOCK_MONOTONIC of the last connect */
     uint32_t lease_ms;       /* lease of the last hint sent, 0 before the first */
     char connect_error[128]; /* why the last connect failed, "" once connected */
     struct chan_counters c;

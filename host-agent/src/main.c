@@ -223,6 +223,8 @@ int hd_feed(struct hostd *h, struct snapshot *s, unsigned gen)
     int rc;
 
     act_annotate(&h->act, s);
+    if (h->src.delivers)
+        act_track(&h->act, s);
     if ((rc = eng_feed(&h->eng, s, gen)) <= 0)
         return rc;
     /* (on -ENOMEM act_apply() and enf_apply() try again) */

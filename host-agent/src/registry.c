@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,38 +26,66 @@ static void forget(struct vm_entry *v)
     v->act.ch = NULL;
 }
 
-/* Rebuild the records in model order, keeping those of VMs still there. */
-int reg_sync(struct registry *r, const struct engine *e)
+/*
+ * Replace the records by one per element of base[0..n) (each size bytes, sorted by the uuid
+ * string uuid_off bytes into each, with a name string name_off bytes in), in that order:
+ * a VM still there keeps its record (its channel, hello, qemu-ga and cap state), one gone has
+ * its channel closed.  dom and dec are left to the caller (NULL in new records).
+ */
+static int rebuild(struct registry *r, const void *base, unsigned n, size_t size, size_t uuid_off,
+                   size_t name_off)
 {
-    const struct model *m = &e->model;
-    struct vm_entry *n;
+    struct vm_entry *nv;
     unsigned j = 0;
 
-    if (!e->decided)
-        return 0;
-    if (r->steps == e->steps)
-        return 0;
-    if (!(n = calloc(m->ndom + 1, sizeof(*n))))
+    if (!(nv = calloc(n + 1, sizeof(*nv))))
         return -ENOMEM;
-    for (unsigned i = 0; i < m->ndom; i++) {
-        const struct model_dom *d = &m->dom[i];
-        struct vm_entry *v = &n[i];
+    for (unsigned i = 0; i < n; i++) {
+        const char *el = (const char *)base + i * size;
+        const char *uuid = el + uuid_off;
+        struct vm_entry *v = &nv[i];
 
-        while (j < r->nvm && strcmp(r->vm[j].uuid, d->uuid) < 0)
+        while (j < r->nvm && strcmp(r->vm[j].uuid, uuid) < 0)
             forget(&r->vm[j++]);
-        if (j < r->nvm && strcmp(r->vm[j].uuid, d->uuid) == 0)
+        if (j < r->nvm && strcmp(r->vm[j].uuid, uuid) == 0)
             *v = r->vm[j++];
         else
-            memcpy(v->uuid, d->uuid, sizeof(v->uuid));
-        memcpy(v->name, d->name, sizeof(v->name));
-        v->dom = d;
-        v->dec = &e->dec[i];
+            snprintf(v->uuid, sizeof(v->uuid), "%s", uuid);
+        snprintf(v->name, sizeof(v->name), "%s", el + name_off);
+        v->dom = NULL;
+        v->dec = NULL;
     }
     for (; j < r->nvm; j++)
         forget(&r->vm[j]);
     free(r->vm);
-    r->vm = n;
-    r->nvm = m->ndom;
+    r->vm = nv;
+    r->nvm = n;
+    return 0;
+}
+
+int reg_track(struct registry *r, const struct snapshot *s)
+{
+    if (r->steps)
+        return 0;
+    return rebuild(r, s->dom, s->ndom, sizeof(*s->dom), offsetof(struct snap_dom, uuid),
+                   offsetof(struct snap_dom, name));
+}
+
+int reg_sync(struct registry *r, const struct engine *e)
+{
+    const struct model *m = &e->model;
+    int rc;
+
+    if (!e->decided || r->steps == e->steps)
+        return 0;
+    rc = rebuild(r, m->dom, m->ndom, sizeof(*m->dom), offsetof(struct model_dom, uuid),
+                 offsetof(struct model_dom, name));
+    if (rc < 0)
+        return rc;
+    for (unsigned i = 0; i < m->ndom; i++) {
+        r->vm[i].dom = &m->dom[i];
+        r->vm[i].dec = &e->dec[i];
+    }
     r->steps = e->steps;
     return 0;
 }

@@ -6,6 +6,8 @@
  * act on these records; neither keeps a list of its own.  reg_sync() follows the engine's
  * latest decision: a VM that appears gets a fresh record, one that is gone has its channel
  * closed and its record dropped (its quota went with the domain: nothing to release).
+ * Before the engine's first decision reg_track() keeps records for the sampled domains, so
+ * that their channels open, and their guests' hellos (housekeeping CPUs) arrive, before it.
  *
  * The registry belongs to the event loop.  The other half of what hostd knows about a VM, the
  * collector's cache of its live XML (collect.c), belongs to the libvirt worker and stays
@@ -29,6 +31,10 @@ struct act_state {
     uint64_t hints;         /* hints queued */
     ch_cpuset housekeeping; /* the guest's housekeeping CPUs from its latest hello, kept
                                across reconnects until a new hello says otherwise */
+    bool heard;             /* a hello of the guest was known when a sample was taken: the
+                               decisions since know its housekeeping CPUs */
+    bool holding;           /* hints held for the guest's first hello (said once) */
+    uint64_t held;          /* hints held so */
     /* qemu-ga actuators: what the agent last applied, to act on changes only */
     bool agent_applied;
     enum cfg_actuator agent_how; /* the agent that applied agent_cpus */
@@ -56,7 +62,7 @@ struct vm_entry {
     char uuid[SNAP_UUID_LEN + 1];
     char name[SNAP_NAME_MAX];
     /* The engine's latest model entry and decision for this VM: valid from reg_sync() until
-     * the engine's next decision. */
+     * the engine's next decision; NULL in the records reg_track() keeps before the first. */
     const struct model_dom *dom;
     const struct pol_decision *dec;
     struct act_state act;
@@ -73,6 +79,10 @@ void reg_init(struct registry *r);
 /* Follow e's latest decision (nothing to do when the records already follow it).  Afterwards
  * r->vm[i] is the VM of e->model.dom[i] and e->dec[i].  0 or -ENOMEM. */
 int reg_sync(struct registry *r, const struct engine *e);
+/* Before the engine's first decision (none synced yet): follow the domains of s, records with
+ * no model entry or decision.  Afterwards a no-op: reg_sync() follows the decisions.  0 or
+ * -ENOMEM. */
+int reg_track(struct registry *r, const struct snapshot *s);
 struct vm_entry *reg_find(const struct registry *r, const char *uuid);
 /* Drop every record, closing any channel still open. */
 void reg_finalise(struct registry *r);

@@ -314,6 +314,9 @@ class FakeGuest:
 
     def __init__(self, path, behave="good", online="0-1"):
         self.path, self.behave, self.online = path, behave, online
+        self.housekeeping = None  # a cpulist its hellos give as housekeeping CPUs
+        self.hello_delay = 0  # seconds from a connect to its hello ("good" guests)
+        self.hello_at = None  # monotonic time its last hello went out
         self.lines = []  # (monotonic time, decoded object or raw text, connection number)
         self.conns = 0
         self.stop = False
@@ -352,7 +355,16 @@ class FakeGuest:
                      "online": self.online, "writable": True}
             if self.behave == "good2":
                 hello["max_v"] = 2
-            self.send(c, hello)
+            if self.housekeeping:
+                hello["housekeeping"] = self.housekeeping
+
+            def say_hello():
+                self.hello_at = time.monotonic()
+                self.send(c, hello)
+            if self.hello_delay:
+                threading.Timer(self.hello_delay, say_hello).start()
+            else:
+                say_hello()
         if self.behave == "unknown":
             for _ in range(5):
                 c.sendall(b'{"v":1,"type":"bogus"}\n')
@@ -452,7 +464,7 @@ class Delivering:
     """hostd replaying a trace of the named VMs in real time, with fake guests."""
 
     def __init__(self, names, behaviours, interval_ms, samples=8, extra=(), prepare=None,
-                 gaps=None):
+                 gaps=None, vcpus=None):
         self.dir = tempfile.mkdtemp(prefix="hostd-chan-")
         os.chmod(self.dir, 0o755)
         self.guests = {}
@@ -462,7 +474,7 @@ class Delivering:
                 self.guests[n] = FakeGuest(os.path.join(self.dir, n + ".sock"), b)
         t = traces.Trace(2)
         for k in range(samples):
-            t.sample([(i + 1, n, traces.busy2(), {}) for i, n in enumerate(names)
+            t.sample([(i + 1, n, vcpus or traces.busy2(), {}) for i, n in enumerate(names)
                       if k not in (gaps or {}).get(n, ())])
         self.trace = os.path.join(self.dir, "trace.jsonl")
         with open(self.trace, "w") as f:
@@ -832,6 +844,80 @@ def channel_resends_on_guest_hello():
     with_delivery(["vm"], {"vm": "good2"}, iv, body)
 
 
+def first_decisions(log, names):
+    """The sets of each VM's first decision, from hostd's log."""
+    first = {}
+    for m in re.finditer(r"\]: (\S+): preferred (\S+) \(", log):
+        first.setdefault(m.group(1), m.group(2))
+    return [first.get(n) for n in names]
+
+
+PINNED2 = [(0.5, 0.5, 0, "0"), (0.5, 0.5, 1, "1")]  # vCPU n on host CPU n, both busy
+
+
+@case
+def first_decision_follows_the_hellos():
+    """The channels open at hostd's first sample, so that the guests' hellos, with their
+    housekeeping CPUs, arrive before its first decision: two 2-vCPU guests pinned alike (vCPU n
+    on host CPU n), both vCPUs housekeeping, prefer vCPUs on different host CPUs from hostd's
+    first decision and first hint.  (Opened by the first decision, the channels brought the
+    hellos only after it: it kept vCPU 0 in both sets, both on host CPU 0.)"""
+    iv = 1000 if SLOW == 1 else 4000
+
+    def prepare(d):
+        for g in d.guests.values():
+            g.housekeeping = "0-1"
+
+    def body(d):
+        a, b = d.guests["a"], d.guests["b"]
+        wait_for(lambda: a.msgs("hint") and b.msgs("hint"), 10 * iv / 1000.0, "a hint to each")
+        first = [g.msgs("hint")[0][1]["cpus"] for g in (a, b)]
+        check(sorted(first) == ["0", "1"],
+              "the first hints put the guests side by side: a %s, b %s" % tuple(first))
+        dec = first_decisions(d.log_text(), ["a", "b"])
+        check(sorted(dec) == ["0", "1"],
+              "the first decision put them side by side: a %s, b %s" % tuple(dec))
+
+    with_delivery(["a", "b"], {}, iv, body, prepare=prepare, vcpus=PINNED2, samples=5)
+
+
+@case
+def hints_wait_for_the_first_hello():
+    """A guest whose hello comes after hostd's first decision is not told that decision, made
+    without its housekeeping CPUs (guests pinned alike: both on vCPU 0, one host CPU), but the
+    first one made after its hello; a guest that never says hello is hinted a lease after its
+    channel came up."""
+    iv = 1000 if SLOW == 1 else 4000
+
+    def prepare(d):
+        for n in ("a", "b"):
+            d.guests[n].housekeeping = "0-1"
+            d.guests[n].hello_delay = 1.5 * iv / 1000.0
+
+    def body(d):
+        a, b, c = d.guests["a"], d.guests["b"], d.guests["c"]
+        wait_for(lambda: a.msgs("hint") and b.msgs("hint"), 12 * iv / 1000.0, "a hint to each")
+        for n, g in (("a", a), ("b", b)):
+            said = g.hello_at or float("inf")  # (None: not yet said)
+            early = [m["cpus"] for t, m, _ in g.msgs("hint") if t < said]
+            check(not early, "no hint to %s before its hello: %s" % (n, early))
+        first = [g.msgs("hint")[0][1]["cpus"] for g in (a, b)]
+        check(sorted(first) == ["0", "1"],
+              "the first hints put the guests side by side: a %s, b %s" % tuple(first))
+        st = d.status()
+        check(all(dom_status(st, n)["channel"]["held_for_hello"] >= 1 for n in ("a", "b")),
+              "the held hints are counted: %s" % [dom_status(st, n)["channel"] for n in "ab"])
+        out, _ = ctl(["-e", "127.0.0.1:%d" % d.port, "domain", "a"])
+        check("hints held for the helper's first hello" in out, "corehintctl shows them: " + out)
+        wait_for(lambda: c.msgs("hint"), 12 * iv / 1000.0, "a hint to the guest without hello")
+        log = d.log_text()
+        check("c: no hello from the guest" in log, "hinting c without a hello is logged")
+        check("a: hinting after the guest's hello" in log, "the end of a's wait is logged")
+
+    with_delivery(["a", "b", "c"], {"c": "silent"}, iv, body, prepare=prepare, vcpus=PINNED2,
+                  samples=9)
+
+
 @case
 def channel_unknown_type_rate_limited():
     iv = 200 if SLOW == 1 else 1000
@@ -843,7 +929,8 @@ def channel_unknown_type_rate_limited():
         errs = g.msgs("error")
         check(errs[0][1]["code"] == "unknown-type", errs[0][1])
         check(len(errs) == 1, "5 bad lines in one interval get 1 error, got %d" % len(errs))
-        check(len(g.msgs("hint")) >= 2, "hints keep flowing")
+        # (a guest that never says hello is hinted a lease after its channel came up)
+        wait_for(lambda: len(g.msgs("hint")) >= 2, 10 * iv / 1000.0, "hints flowing")
 
     with_delivery(["vm"], {"vm": "unknown"}, iv, body)
 

@@ -26,10 +26,9 @@ for g in a b; do
     # 1:1 a busy guest's vCPU waits behind the other guest's, and its console line (a serial
     # port the guest drives) can reach the host seconds after the set was applied (a CI
     # rehearsal: applied at once, line still missing 3 s later).
-    # hostd may also change its decision inside that budget (its first decision precedes the
-    # guests' hellos, so it knows only vCPU 0 as housekeeping: "0" for both guests, one moved
-    # to "1" an interval later; in a CI rehearsal the guest, applying both at once, only ever
-    # showed "1"; host-agent/README.md, "Not yet done"): the
+    # hostd may also change its decision inside that budget (a decision made before a slow
+    # guest's hello knows only vCPU 0 as housekeeping and is held back from that guest, but
+    # the other guest may already be told its set; host-agent/README.md, channels): the
     # guest must then apply the newer decision within its own budget; a decision that stays
     # and is not applied fails.
     seen=$want
