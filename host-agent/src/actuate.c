@@ -170,25 +170,31 @@ static void agent_apply(struct actuator *a, struct vm_entry *v, const struct mod
 /*
  * A decision made before any hello of the guest knew none of its housekeeping CPUs and kept
  * the lowest vCPU in its set (PROTOCOL.md 5.1): guests pinned alike would all be told to
- * prefer the vCPU on one host CPU.  Until a sample has seen the guest's hello, its hints wait,
- * for at most a lease after the channel came up (a guest whose helper never says hello is
- * hinted then); the guest meanwhile keeps what it holds (an earlier hostd's hint in its lease,
- * or its fallback).  Hostd's hello goes out on connect and every helper answers the first
- * hello of a session, so this costs one interval at most once per hostd start and guest.
+ * prefer the vCPU on one host CPU.  Until the engine has made a decision from a sample that
+ * saw the guest's hello (not merely sampled after it: a sample that decides nothing, as after
+ * a libvirt reconnect, leaves the older decision in force), the guest's hints wait, for at
+ * most a lease after its channel came up, once per VM (a guest whose helper never says hello,
+ * or is not there to, is hinted then, and not held again after reconnects); the guest
+ * meanwhile keeps what it holds (an earlier hostd's hint in its lease, or its fallback).
+ * Hostd's hello goes out on connect and every helper answers the first hello of a session,
+ * so this costs an interval at most, once per hostd start and guest.
  */
-static bool hold_for_hello(struct actuator *a, struct vm_entry *v, uint32_t lease_ms)
+static bool hold_for_hello(struct vm_entry *v, const struct engine *e, uint32_t lease_ms)
 {
     uint64_t up_ms = (hd_mono_ns() - v->act.ch->up_ns) / 1000000u;
+    bool informed = v->act.heard_step && e->steps >= v->act.heard_step;
 
-    if (v->act.heard || up_ms >= lease_ms) {
-        if (v->act.holding && v->act.heard)
-            log_msg(LOG_LVL_INFO, "%s: hinting after the guest's hello (%llu hints held)", v->name,
-                    (unsigned long long)v->act.held);
-        else if (v->act.holding)
+    if (informed || v->act.hold_expired || up_ms >= lease_ms) {
+        if (v->act.holding && informed) {
+            log_msg(LOG_LVL_INFO, "%s: hinting after the guest's hello (%llu decisions held)",
+                    v->name, (unsigned long long)v->act.held);
+        } else if (v->act.holding) {
             log_msg(LOG_LVL_WARN,
                     "%s: no hello from the guest %llu ms after its channel came up: hinting "
                     "without its housekeeping CPUs",
                     v->name, (unsigned long long)up_ms);
+            v->act.hold_expired = true;
+        }
         v->act.holding = false;
         return false;
     }
@@ -196,7 +202,10 @@ static bool hold_for_hello(struct actuator *a, struct vm_entry *v, uint32_t leas
         log_msg(LOG_LVL_INFO, "%s: hints wait for the guest's hello (its housekeeping CPUs)",
                 v->name);
     v->act.holding = true;
-    v->act.held++;
+    if (v->act.held_step != e->steps) {
+        v->act.held++;
+        v->act.held_step = e->steps;
+    }
     return true;
 }
 
@@ -262,7 +271,7 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
         }
         if (!v->act.ch || d->opt_out || v->act.ch->state != CHAN_UP)
             continue;
-        if (!widen && hold_for_hello(a, v, lease))
+        if (!widen && hold_for_hello(v, e, lease))
             continue;
         /* Never name a CPU the guest does not have online: it would refuse the hint. */
         if (v->act.ch->has_hello) {
@@ -374,7 +383,7 @@ json_object *act_channel_json(const struct vm_entry *v)
     return o;
 }
 
-void act_annotate(struct actuator *a, struct snapshot *s)
+void act_annotate(struct actuator *a, struct snapshot *s, const struct engine *e)
 {
     for (unsigned i = 0; i < s->ndom; i++) {
         struct snap_dom *d = &s->dom[i];
@@ -387,7 +396,8 @@ void act_annotate(struct actuator *a, struct snapshot *s)
         /* (empty when the helper did not say) */
         if (v->act.ch && v->act.ch->has_hello) {
             v->act.housekeeping = v->act.ch->hello.housekeeping;
-            v->act.heard = true;
+            if (!v->act.heard_step)
+                v->act.heard_step = e->steps + 1;
         }
         if (ch_cpuset_empty(&d->housekeeping))
             d->housekeeping = v->act.housekeeping;

@@ -66,8 +66,10 @@ void act_agent_done(struct actuator *a, const char *uuid, enum cfg_actuator how,
  * domains.) */
 void act_track(struct actuator *a, const struct snapshot *s);
 /* Give every domain of s whose housekeeping CPUs are unknown the ones its guest's hello
- * reported (before the snapshot is recorded and decided on; a replayed trace's own win). */
-void act_annotate(struct actuator *a, struct snapshot *s);
+ * reported (before the snapshot is recorded and fed to e; a replayed trace's own win); a
+ * guest's first hello so seen counts from e's next decision (act_apply holds its hints till
+ * then). */
+void act_annotate(struct actuator *a, struct snapshot *s, const struct engine *e);
 /* {"ok","failed","applied","error","backoff_intervals","retry_in_intervals"} of a domain's qemu-ga
  * actuator, NULL when unused. */
 json_object *act_agent_json(const struct actuator *a, const struct vm_entry *v);

@@ -518,7 +518,7 @@ static void print_domain(json_object *doc, json_object *d)
             printf("    last status: seq %.0f, applied %s\n", dbl(st, "seq", 0),
                    str(st, "applied", "-"));
         if (dbl(ch, "held_for_hello", 0) > 0)
-            printf("    %.0f hints held for the helper's first hello\n",
+            printf("    %.0f decisions held for the helper's first hello\n",
                    dbl(ch, "held_for_hello", 0));
         if (has(ch, "connect_error"))
             printf("    cannot connect: %s\n", str(ch, "connect_error", ""));

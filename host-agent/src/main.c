@@ -222,7 +222,7 @@ int hd_feed(struct hostd *h, struct snapshot *s, unsigned gen)
 {
     int rc;
 
-    act_annotate(&h->act, s);
+    act_annotate(&h->act, s, &h->eng);
     if (h->src.delivers)
         act_track(&h->act, s);
     if ((rc = eng_feed(&h->eng, s, gen)) <= 0)

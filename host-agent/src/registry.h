@@ -31,10 +31,13 @@ struct act_state {
     uint64_t hints;         /* hints queued */
     ch_cpuset housekeeping; /* the guest's housekeeping CPUs from its latest hello, kept
                                across reconnects until a new hello says otherwise */
-    bool heard;             /* a hello of the guest was known when a sample was taken: the
-                               decisions since know its housekeeping CPUs */
-    bool holding;           /* hints held for the guest's first hello (said once) */
-    uint64_t held;          /* hints held so */
+    /* The first engine step whose decision knew a hello of the guest (its housekeeping
+     * CPUs): the step after the one current when a sample first saw a hello; 0 none yet. */
+    uint64_t heard_step;
+    bool holding;       /* hints held for the guest's first hello (said once) */
+    bool hold_expired;  /* held a lease without a hello: not held again after reconnects */
+    uint64_t held;      /* decisions held so */
+    uint64_t held_step; /* the last of them */
     /* qemu-ga actuators: what the agent last applied, to act on changes only */
     bool agent_applied;
     enum cfg_actuator agent_how; /* the agent that applied agent_cpus */
