@@ -175,6 +175,22 @@ e2e_guest() {
 
 e2e_domname() { echo "corehint-e2e-$1-$$"; }
 
+# e2e_pin SHORTNAME VCPUS PIN: pin every vCPU of a running guest live (virsh vcpupin --live),
+# as an operator pins a running VM; PIN as for e2e_guest.  Guests that are busy and pinned
+# alike from the start can keep one another from booting: the host let one guest's vCPU
+# thread crawl for minutes (a CI rehearsal, 2026-12-06: a guest not booted after 120 s;
+# tests/bench/results/2026-12-06-pinned-host-split), so such scenarios boot floating and pin
+# once the guests are up.
+e2e_pin() {
+    local short=$1 vcpus=$2 pin=$3 v
+    for ((v = 0; v < vcpus; v++)); do
+        virsh -q -c "$E2E_URI" vcpupin "$(e2e_domname "$short")" "$v" \
+            "$([ "$pin" = n ] && echo "$v" || echo "$pin")" --live >/dev/null ||
+            e2e_fail "virsh vcpupin $short $v --live failed"
+    done
+    e2e_log "pinned $short ($vcpus vCPUs) to $pin"
+}
+
 # e2e_channel_xml SOCKET: write $E2E_DIR/channel.xml, the corehint channel on SOCKET as a
 # device for virsh attach-device / detach-device --live, and print its path.
 e2e_channel_xml() {

@@ -4,9 +4,10 @@
 # guest-file-open/guest-file-write.  Under contention the guest's own kernel reports the set.
 . "$(dirname "$0")/../lib.sh"
 e2e_begin qga-sysfs
-e2e_guest q 2 "corehint.role=none corehint.work=busy" n
-e2e_guest b 2 "corehint.work=busy" n
+e2e_guest q 2 "corehint.role=none corehint.work=busy"
+e2e_guest b 2 "corehint.work=busy"
 e2e_wait_all_console "^CH work busy" 120 q b
+for g in q b; do e2e_pin "$g" 2 n; done # (booted floating: e2e_pin)
 e2e_until 60 e2e_guest_exec q "true" || e2e_fail "qemu-ga does not answer in guest q"
 cat >"$E2E_DIR/hostd.conf" <<EOC
 interval_ms = 1000

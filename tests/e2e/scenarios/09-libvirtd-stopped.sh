@@ -10,9 +10,10 @@ lease_intervals=3
 stop_s=12 # > 3 leases of 3 s, < libvirt's keepalive (5 s x 3 missed) + a sample
 e2e_begin libvirtd-stopped
 [ "$(nproc)" -ge 2 ] || e2e_fail "needs 2 host CPUs"
-e2e_guest a 2 "corehint.work=busy" n
-e2e_guest b 2 "corehint.work=busy" n
+e2e_guest a 2 "corehint.work=busy"
+e2e_guest b 2 "corehint.work=busy"
 e2e_wait_all_console "^CH work busy" 120 a b
+for g in a b; do e2e_pin "$g" 2 n; done # (booted floating: e2e_pin)
 e2e_start_hostd --interval-ms $interval_ms
 for g in a b; do
     e2e_until 90 e2e_status_field "$g" \
