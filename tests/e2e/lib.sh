@@ -160,7 +160,7 @@ e2e_guest() {
     if [ -n "$pin" ]; then
         cputune="<cputune>"
         for ((v = 0; v < vcpus; v++)); do
-            cputune+="<vcpupin vcpu='$v' cpuset='$([ "$pin" = n ] && echo "$v" || echo "$pin")'/>"
+            cputune+="<vcpupin vcpu='$v' cpuset='$(pin_cpuset "$pin" "$v")'/>"
         done
         cputune+="</cputune>"
     fi
@@ -175,6 +175,10 @@ e2e_guest() {
 
 e2e_domname() { echo "corehint-e2e-$1-$$"; }
 
+# The host cpuset vCPU V is pinned to under PIN (e2e_guest's, e2e_pin's): PIN itself, or V
+# for "n".
+pin_cpuset() { if [ "$1" = n ]; then echo "$2"; else echo "$1"; fi; }
+
 # e2e_pin SHORTNAME VCPUS PIN: pin every vCPU of a running guest live (virsh vcpupin --live),
 # as an operator pins a running VM; PIN as for e2e_guest.  Guests that are busy and pinned
 # alike from the start can keep one another from booting: the host let one guest's vCPU
@@ -184,8 +188,8 @@ e2e_domname() { echo "corehint-e2e-$1-$$"; }
 e2e_pin() {
     local short=$1 vcpus=$2 pin=$3 v
     for ((v = 0; v < vcpus; v++)); do
-        virsh -q -c "$E2E_URI" vcpupin "$(e2e_domname "$short")" "$v" \
-            "$([ "$pin" = n ] && echo "$v" || echo "$pin")" --live >/dev/null ||
+        virsh -q -c "$E2E_URI" vcpupin "$(e2e_domname "$short")" "$v" "$(pin_cpuset "$pin" "$v")" \
+            --live >/dev/null ||
             e2e_fail "virsh vcpupin $short $v --live failed"
     done
     e2e_log "pinned $short ($vcpus vCPUs) to $pin"
