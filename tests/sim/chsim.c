@@ -34,16 +34,17 @@
 
 struct sim_costs sim_costs_default(void)
 {
-    /* tests/sim/calibrate's best fit to the cover letter's rows (README.md, "Calibration") */
+    /* tests/sim/calibrate's best fit to the cover letter's rows (README.md, "Seeds and
+     * calibration") */
     return (struct sim_costs){
         .smt = 1,
         .smt_pct = 60,
-        .task_migrate_us = 100,
-        .vcpu_migrate_us = 0,
-        .ctxsw_us = 2,
-        .wake_us = 20,
+        .task_migrate_us = 0,
+        .vcpu_migrate_us = 100,
+        .ctxsw_us = 0,
+        .wake_us = 50,
         .ipi_us = 0,
-        .sched_us = 50,
+        .sched_us = 0,
         .preempt_aware = true,
         .directed_yield = false,
     };
@@ -172,7 +173,8 @@ static void pick_peer_and_lock(struct sim *s, struct sim_vm *vm, struct sim_task
     if (vm->work.group) {
         unsigned g = (unsigned)ti / vm->work.group;
         t->peer = (int)(g * vm->work.group + (unsigned)(rnd(s) % vm->work.group));
-        t->lock = (unsigned)t->peer % vm->nlocks; /* the receiver's pipe */
+        /* the receiver's pipe, or its group's lock */
+        t->lock = vm->work.group_locks ? g % vm->nlocks : (unsigned)t->peer % vm->nlocks;
     } else {
         t->peer = -1;
         t->lock = (unsigned)(rnd(s) % vm->nlocks);
@@ -574,6 +576,19 @@ void sim_set_preferred(struct sim *s, unsigned m, const ch_cpuset *set)
     vm->preferred = clipped;
 }
 
+/* The tasks a guest of nvcpu vCPUs runs: tasks, or tasks_per_vcpu_pct of its vCPUs in
+ * whole groups (to the nearest, at least one). */
+static unsigned sim_tasks(const struct sim_work *w, unsigned nvcpu)
+{
+    uint64_t unit = w->group ? w->group : 1;
+    unsigned n;
+
+    if (!w->tasks_per_vcpu_pct)
+        return w->tasks;
+    n = (unsigned)((w->tasks_per_vcpu_pct * (uint64_t)nvcpu + 50 * unit) / (100 * unit));
+    return (n ? n : 1) * (unsigned)unit;
+}
+
 struct sim *sim_new(const struct sim_spec *spec)
 {
     struct sim *s = sim_calloc(1, sizeof(*s));
@@ -598,13 +613,15 @@ struct sim *sim_new(const struct sim_spec *spec)
         vm->cooperates = !vs->ignores_hints;
         vm->vcpu = sim_calloc(vm->nvcpu, sizeof(*vm->vcpu));
         ch_cpuset_fill(&vm->preferred, vm->nvcpu);
+        vm->ntask = sim_tasks(&vs->work, vm->nvcpu);
         vm->nlocks = vs->work.locks ? vs->work.locks : 1;
+        if (vs->work.group && vs->work.group_locks)
+            vm->nlocks = vm->ntask / vs->work.group;
         vm->lock_owner = sim_calloc(vm->nlocks, sizeof(int));
         for (unsigned l = 0; l < vm->nlocks; l++)
             vm->lock_owner[l] = -1;
         if (vs->work.burst_on_ms)
             vm->burst_phase_us = rnd(s) % ((vs->work.burst_on_ms + vs->work.burst_off_ms) * 1000ull);
-        vm->ntask = vs->work.tasks;
         vm->task = sim_calloc(vm->ntask, sizeof(*vm->task));
         for (unsigned i = 0; i < vm->nvcpu; i++) {
             vm->vcpu[i].cur = -1;

@@ -23,13 +23,16 @@
 enum policy { POL_NONE, POL_GOVERNOR, POL_COREHINT, NPOLICY };
 static const char *const policy_names[] = {"none", "governor", "corehint"};
 
-/* Workload shapes.  Times are per cycle; see README.md for what they stand for.  Not const:
- * --work changes them (calibration sweeps). */
+/* Workload shapes.  Times are per cycle; see README.md for what they stand for.  The
+ * benchmarks are sized to the guest (tasks_per_vcpu_pct): hackbench 2.5 tasks per vCPU in
+ * groups of 10, pgbench a client per vCPU, sysbench a thread per vCPU.  Not const: --work
+ * changes them (calibration sweeps). */
 enum workload { W_HACKBENCH, W_PGBENCH, W_SYSBENCH, W_CPU8, NWORK };
 static struct sim_work shapes[NWORK] = {
-    [W_HACKBENCH] = {.tasks = 40, .compute_us = 200, .cs_us = 30, .group = 10, .locks = 1},
-    [W_PGBENCH] = {.tasks = 16, .compute_us = 600, .cs_us = 300, .locks = 1},
-    [W_SYSBENCH] = {.tasks = 4, .compute_us = 2000},
+    [W_HACKBENCH] = {.tasks = 40, .compute_us = 100, .cs_us = 30, .group = 10, .locks = 4,
+                     .tasks_per_vcpu_pct = 250},
+    [W_PGBENCH] = {.tasks = 16, .compute_us = 600, .cs_us = 300, .locks = 1, .tasks_per_vcpu_pct = 100},
+    [W_SYSBENCH] = {.tasks = 4, .compute_us = 2000, .tasks_per_vcpu_pct = 100},
     [W_CPU8] = {.tasks = 8, .compute_us = 2000},
 };
 static const char *const shape_names[NWORK] = {"hackbench", "pgbench", "sysbench", "cpu8"};
@@ -360,8 +363,9 @@ static void usage(FILE *f)
                "                           vcpu_migrate_us, ctxsw_us, wake_us, ipi_us, sched_us,\n"
                "                           preempt_aware (0/1), directed_yield (0/1)\n"
                "  --work SHAPE.FIELD=VALUE a workload shape: SHAPE hackbench, pgbench, sysbench\n"
-               "                           or cpu8; FIELD tasks, compute_us, cs_us, group, locks\n"
-               "                           or inflight\n"
+               "                           or cpu8; FIELD tasks, compute_us, cs_us, group, locks,\n"
+               "                           inflight, tasks_per_vcpu_pct (tasks per 100 vCPUs;\n"
+               "                           tasks=N sets it to 0) or group_locks (0/1)\n"
                "Defaults and meanings: tests/sim/README.md; tests/sim/calibrate searches them.\n");
 }
 
@@ -394,6 +398,8 @@ static const struct field work_fields[] = {
     {"group", offsetof(struct sim_work, group), false},
     {"locks", offsetof(struct sim_work, locks), false},
     {"inflight", offsetof(struct sim_work, inflight), false},
+    {"tasks_per_vcpu_pct", offsetof(struct sim_work, tasks_per_vcpu_pct), false},
+    {"group_locks", offsetof(struct sim_work, group_locks), true},
 };
 #define NWORKFIELD (sizeof(work_fields) / sizeof(work_fields[0]))
 
@@ -483,9 +489,14 @@ static int work_set(const char *arg)
         return -1;
     if (f->off == offsetof(struct sim_work, tasks) && v == 0)
         return -1;
-    for (size_t w = 0; w < NWORK; w++)
-        if (name_is(shape_names[w], arg, (size_t)(dot - arg)))
-            return field_set(f, &shapes[w], v);
+    for (size_t w = 0; w < NWORK; w++) {
+        if (!name_is(shape_names[w], arg, (size_t)(dot - arg)))
+            continue;
+        /* a task count given is the count: the shape is no longer sized to the guest */
+        if (f->off == offsetof(struct sim_work, tasks))
+            shapes[w].tasks_per_vcpu_pct = 0;
+        return field_set(f, &shapes[w], v);
+    }
     return -1;
 }
 

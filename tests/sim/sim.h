@@ -20,6 +20,12 @@ struct sim_work {
                             else one chosen at random per cycle */
     unsigned inflight;   /* hackbench-like: messages in flight per group (tasks that start
                             busy); 0 = every task */
+    unsigned tasks_per_vcpu_pct; /* >0: the guest runs this many tasks per 100 vCPUs instead
+                                    of tasks (a benchmark sized to the guest: hackbench groups,
+                                    pgbench clients, sysbench threads), rounded to whole groups,
+                                    at least one */
+    unsigned group_locks;        /* hackbench-like, 1: one lock per group (the group's
+                                    receivers share it) instead of locks */
     unsigned burst_on_ms;  /* >0: bursty, busy this long, then idle burst_off_ms, repeated */
     unsigned burst_off_ms;
 };

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """test-calibrate CHSIM: the calibration search on two settings, scored on one row: every row of
 calibration.txt is reported, fitted or held out; each setting's score is the mean squared
-residual of the fitted rows only; the best setting printed is the lowest score."""
+residual of the fitted rows only, which are all a setting other than the best is simulated on;
+the best setting printed is the lowest score.  Then --descend on one row: it starts at chsim's
+own defaults and ends no worse than they score."""
 import json
 import os
 import re
@@ -35,9 +37,30 @@ with tempfile.TemporaryDirectory() as d:
         want = sum(x * x for x in fitted) / 2
         check(abs(r_["score"] - want) < 1e-9, f"score {r_['score']:.3f} is the fitted rows' mean square {want:.3f}")
     check(res[0]["score"] <= res[1]["score"], "settings sorted by score")
+    check(set(res[1]["rows"]) == {"letter-sysbench-16x4", "letter-pgbench-16x4"},
+          f"a setting other than the best was simulated on the fitted rows only ({sorted(res[1]['rows'])})")
+    check(len(res[0]["rows"]) == len(rows), f"the best setting was simulated on every row ({len(res[0]['rows'])})")
     best = " ".join(f"--{k.split(':')[0]} {k.split(':')[1]}={v}" for k, v in res[0]["point"].items())
     check(("best setting: " + best) in text, "the best setting printed is the lowest score")
     r = subprocess.run([sys.executable, os.path.join(here, "calibrate"), sys.argv[1], "--fit", "nosuch"],
                        capture_output=True, text=True)
     check(r.returncode != 0 and "nosuch" in r.stderr, "an unknown --fit row is refused")
+    # --descend: a coordinate descent from chsim's own defaults, never worse than they are
+    r = subprocess.run([sys.executable, os.path.join(here, "calibrate"), sys.argv[1], "--descend",
+                        "--fit", "letter-sysbench-16x4", "--json", out], capture_output=True, text=True)
+    check(r.returncode == 0, f"calibrate --descend exits 0 ({r.stderr.strip()[-200:]})")
+    check("coordinate descent" in r.stdout, "the report names the descent")
+    doc = json.load(open(out))
+    subprocess.run([sys.argv[1], "--scenario", "letter-sysbench-16x4", "--json", out], check=True,
+                   stdout=subprocess.DEVNULL)
+    chsim = json.load(open(out))
+    want = {}
+    for k in doc["start"] or {}:
+        kind, name = k.split(":")
+        want[k] = chsim["costs"][name] if kind == "cost" else chsim["shapes"][name.split(".")[0]][name.split(".")[1]]
+    check(doc["start"] and doc["start"] == want, f"the descent starts at chsim's defaults ({doc['start']})")
+    starts = [x for x in doc["results"] if x["point"] == doc["start"]]
+    check(len(starts) >= 1 and doc["results"][0]["score"] <= starts[0]["score"],
+          "the best setting scores no worse than the defaults")
+    check(len(doc["results"][0]["rows"]) == len(rows), "the best setting was simulated on every row")
 finish()
