@@ -571,8 +571,9 @@ int main(int argc, char **argv)
         }
     }
     for (size_t w = 0; w < NWORK; w++) {
-        /* hackbench-like groups must tile the tasks: a peer is drawn from its own group */
-        if (shapes[w].group && shapes[w].tasks % shapes[w].group) {
+        /* hackbench-like groups must tile the tasks: a peer is drawn from its own group (a
+         * count sized to the guest is in whole groups) */
+        if (shapes[w].group && !shapes[w].tasks_per_vcpu_pct && shapes[w].tasks % shapes[w].group) {
             fprintf(stderr, "chsim: --work: %s has %u tasks, not a multiple of its group of %u\n",
                     shape_names[w], shapes[w].tasks, shapes[w].group);
             return 2;

@@ -10,9 +10,9 @@
 #include "corehint/cpulist.h"
 
 struct sim_work {
-    unsigned tasks;      /* runnable tasks in the guest */
+    unsigned tasks;      /* tasks in the guest, unless tasks_per_vcpu_pct sizes them */
     unsigned compute_us; /* work outside the lock per cycle (mean) */
-    unsigned cs_us;      /* work inside the VM-wide spin lock per cycle (mean); 0 = no lock */
+    unsigned cs_us;      /* work inside a spin lock (locks) per cycle (mean); 0 = no lock */
     unsigned group;      /* >0: hackbench-like, each cycle ends messaging a task of its group
                             of this size, and a task without a message sleeps */
     unsigned locks;      /* locks the critical sections use: 0 or 1 = one VM-wide lock; for a
@@ -24,7 +24,7 @@ struct sim_work {
                                     of tasks (a benchmark sized to the guest: hackbench groups,
                                     pgbench clients, sysbench threads), rounded to whole groups,
                                     at least one */
-    unsigned group_locks;        /* hackbench-like, 1: one lock per group (the group's
+    bool group_locks;            /* hackbench-like: one lock per group (the group's
                                     receivers share it) instead of locks */
     unsigned burst_on_ms;  /* >0: bursty, busy this long, then idle burst_off_ms, repeated */
     unsigned burst_off_ms;
