@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test-calibrate CHSIM: the calibration search on two settings, scored on one row: every row of
+"""test-calibrate CHSIM: the calibration search on two settings, scored on two rows: every row of
 calibration.txt is reported, fitted or held out; each setting's score is the mean squared
 residual of the fitted rows only, which are all a setting other than the best is simulated on;
 the best setting printed is the lowest score.  Then one pass of --descend on one row: it starts
