@@ -178,8 +178,12 @@ while :; do
 done
 INIT
     tcg_initramfs "$TCG_DIR/init" virtio
+    # owned as libvirt makes its own channel directories (channel/target: libvirt-qemu, 0750),
+    # which the packaged hostd reaches through group libvirt-qemu (corehint-hostd(8),
+    # PERMISSIONS); no wider mode, so that a hostd without that group fails here too
     mkdir -p "$TCG_DIR/chan"
-    chown libvirt-qemu:libvirt-qemu "$TCG_DIR/chan" 2>/dev/null || chmod 777 "$TCG_DIR/chan"
+    chown libvirt-qemu:libvirt-qemu "$TCG_DIR/chan" && chmod 0750 "$TCG_DIR/chan" ||
+        tcg_fail "cannot give $TCG_DIR/chan to libvirt-qemu (scripts/deps test installs libvirt)"
     tcg_domain "" \
         "<channel type='unix'><source mode='bind' path='$TCG_DIR/chan/corehint.sock'/><target type='virtio' name='org.corehint.0'/></channel>"
 }
