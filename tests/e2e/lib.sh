@@ -307,6 +307,20 @@ e2e_status() {
     curl -sf --max-time 5 "http://127.0.0.1:$E2E_HOSTD_HTTP/status"
 }
 
+# e2e_decisions: how many decisions hostd has made (its own counter, from /status).
+e2e_decisions() {
+    e2e_status | python3 -c 'import json, sys; print(json.load(sys.stdin)["daemon"]["decisions"])'
+}
+
+# e2e_wait_decisions N TIMEOUT_S: wait until hostd has made N more decisions than now, so that
+# a window "of N intervals" is measured in hostd's intervals, not in wall time.
+e2e_wait_decisions() {
+    local d0
+    d0=$(e2e_decisions) || return 1
+    e2e_until "$2" e2e_decisions_at_least $((d0 + $1))
+}
+e2e_decisions_at_least() { [ "$(e2e_decisions)" -ge "$1" ]; }
+
 e2e_metrics() {
     curl -sf --max-time 5 "http://127.0.0.1:$E2E_HOSTD_HTTP/metrics"
 }

@@ -17,7 +17,7 @@ for g in a b; do
     e2e_expect "guest $g acknowledges hints in mode host" \
         e2e_until 30 e2e_status_field "$g" 'd["channel"]["hints"] >= 3 and d["channel"]["status"]["seq"] == d["channel"]["seq"] and d["channel"]["status"]["mode"] == "host" or exit(1)'
 done
-sleep 5 # five more intervals of an idle host
+e2e_expect "hostd makes five more decisions on the idle host" e2e_wait_decisions 5 60
 for g in a b; do
     e2e_expect "guest $g: hostd decided the full set" \
         e2e_status_field "$g" 'd["decision"]["preferred"] == "0-1" or exit(1)'

@@ -74,7 +74,7 @@ e2e_expect "a's kernel prefers 0" e2e_until 10 e2e_preferred_is a 0
 # A refusal while the change is in flight (hostd learns of it from the guest's hello) is
 # allowed; none once the guest has said so.
 seq_hello=$(field 'd["channel"]["seq"]')
-sleep 4
+e2e_expect "hostd makes four more decisions" e2e_wait_decisions 4 "$budget_s"
 field "d['channel'].get('last_error') is None or d['channel']['last_error']['seq'] <= $seq_hello or exit(1)" >/dev/null ||
     e2e_fail "a refused a hint after saying it has only 0 online: $(field 'd["channel"]["last_error"]')"
 e2e_expect "hostd still counts 2 vCPU threads" e2e_status_field a 'd["vcpus"] == 2 or exit(1)'
