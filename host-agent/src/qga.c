@@ -2,6 +2,7 @@
 #include "qga.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,13 +16,10 @@
 
 #include "conn.h"
 
-#define QGA_REPLY_MAX (64u * 1024u)
-
 struct qga_link {
     virDomainPtr dom; /* libvirt transport */
     int fd;           /* socket transport, -1 otherwise */
-    char buf[QGA_REPLY_MAX];
-    size_t len;
+    struct qga_framer in;
 };
 
 void qga_base64(const unsigned char *in, size_t len, char *out)
@@ -43,38 +41,69 @@ void qga_base64(const unsigned char *in, size_t len, char *out)
     out[o] = '\0';
 }
 
-/* One reply line from the socket; qemu-ga may prefix a resync with 0xff. */
-static int sock_line(struct qga_link *l, char **line, char *err, size_t errlen)
+size_t qga_framer_feed(struct qga_framer *f, const char *data, size_t n)
 {
+    size_t room = sizeof(f->buf) - f->len;
+
+    if (n > room)
+        n = room;
+    for (size_t i = 0; i < n; i++)
+        f->buf[f->len + i] = (unsigned char)data[i] == 0xff ? ' ' : data[i];
+    f->len += n;
+    return n;
+}
+
+int qga_framer_line(struct qga_framer *f, char **line, char *err, size_t errlen)
+{
+    char *nl = memchr(f->buf, '\n', f->len);
+
+    *line = NULL;
+    if (nl) {
+        size_t used = (size_t)(nl - f->buf) + 1;
+        char *s = malloc(used);
+        if (!s)
+            return -ENOMEM;
+        memcpy(s, f->buf, used - 1);
+        s[used - 1] = '\0';
+        memmove(f->buf, f->buf + used, f->len - used);
+        f->len -= used;
+        *line = s;
+        return 0;
+    }
+    if (f->len == sizeof(f->buf)) {
+        snprintf(err, errlen, "agent reply longer than %u bytes", QGA_REPLY_MAX);
+        return -EPROTO;
+    }
+    return -EAGAIN;
+}
+
+/* The guest wrote it: no control character of it may reach a log line (and forge one). */
+static void clean_ctl(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = '?';
+}
+
+/* One reply line from the socket (a qga_line_fn). */
+static int sock_line(void *ctx, char **line, char *err, size_t errlen)
+{
+    struct qga_link *l = ctx;
+    char chunk[8192];
+
     for (;;) {
-        char *nl = memchr(l->buf, '\n', l->len);
+        int rc = qga_framer_line(&l->in, line, err, errlen);
+        size_t room = sizeof(l->in.buf) - l->in.len;
         ssize_t n;
 
-        if (nl) {
-            size_t used = (size_t)(nl - l->buf) + 1;
-            char *s = malloc(used);
-            if (!s)
-                return -ENOMEM;
-            memcpy(s, l->buf, used - 1);
-            s[used - 1] = '\0';
-            memmove(l->buf, l->buf + used, l->len - used);
-            l->len -= used;
-            *line = s;
-            return 0;
-        }
-        if (l->len == sizeof(l->buf)) {
-            snprintf(err, errlen, "agent reply longer than %u bytes", QGA_REPLY_MAX);
-            return -EPROTO;
-        }
-        n = recv(l->fd, l->buf + l->len, sizeof(l->buf) - l->len, 0);
+        if (rc != -EAGAIN)
+            return rc;
+        n = recv(l->fd, chunk, room < sizeof(chunk) ? room : sizeof(chunk), 0);
         if (n <= 0) {
             snprintf(err, errlen, "agent: %s", n == 0 ? "closed" : strerror(errno));
             return n == 0 ? -EPIPE : -errno;
         }
-        for (ssize_t i = 0; i < n; i++)
-            if ((unsigned char)l->buf[l->len + (size_t)i] == 0xff)
-                l->buf[l->len + (size_t)i] = ' ';
-        l->len += (size_t)n;
+        qga_framer_feed(&l->in, chunk, (size_t)n);
     }
 }
 
@@ -99,27 +128,39 @@ static int command(struct qga_link *l, json_object *cmd, json_object **ret, char
 {
     const char *text = json_object_to_json_string_ext(cmd, JSON_C_TO_STRING_PLAIN);
     char *reply = NULL;
-    json_object *r = NULL, *v;
     int rc = 0;
 
     *ret = NULL;
     if (l->dom) {
         if (!(reply = virDomainQemuAgentCommand(l->dom, text, QGA_TIMEOUT_S, 0))) {
             snprintf(err, errlen, "agent: %s", conn_error());
+            clean_ctl(err); /* libvirt quotes the agent's error desc */
             return -EIO;
         }
     } else if ((rc = sock_send(l, text, err, errlen)) < 0 ||
                (rc = sock_line(l, &reply, err, errlen)) < 0) {
         return rc;
     }
-    if (!(r = json_tokener_parse(reply)) || !json_object_is_type(r, json_type_object)) {
+    rc = qga_reply_parse(reply, ret, err, errlen);
+    free(reply);
+    return rc;
+}
+
+int qga_reply_parse(const char *line, json_object **ret, char *err, size_t errlen)
+{
+    json_object *r = json_tokener_parse(line), *v, *desc;
+    int rc = 0;
+
+    *ret = NULL;
+    if (!r || !json_object_is_type(r, json_type_object)) {
         snprintf(err, errlen, "agent: reply is not a JSON object");
         rc = -EPROTO;
     } else if (json_object_object_get_ex(r, "error", &v)) {
-        json_object *desc;
-        snprintf(err, errlen, "agent: %s",
-                 json_object_object_get_ex(v, "desc", &desc) ? json_object_get_string(desc)
-                                                             : "error");
+        const char *text = NULL;
+        if (json_object_object_get_ex(v, "desc", &desc))
+            text = json_object_get_string(desc);
+        snprintf(err, errlen, "agent: %s", text ? text : "error");
+        clean_ctl(err);
         rc = -EREMOTEIO;
     } else if (!json_object_object_get_ex(r, "return", &v)) {
         snprintf(err, errlen, "agent: reply without \"return\"");
@@ -128,7 +169,6 @@ static int command(struct qga_link *l, json_object *cmd, json_object **ret, char
         *ret = json_object_get(v);
     }
     json_object_put(r);
-    free(reply);
     return rc;
 }
 
@@ -142,34 +182,53 @@ static json_object *cmd_new(const char *execute, json_object *args)
     return c;
 }
 
-/* Skip stale replies a previous, interrupted user of the socket may have left. */
-static int sync_socket(struct qga_link *l, char *err, size_t errlen)
+static bool is_id(json_object *ret, long long id)
 {
-    long long id = (long long)time(NULL) ^ (long long)getpid();
-    json_object *args = json_object_new_object(), *c, *ret = NULL;
+    return ret && json_object_get_int64(ret) == id;
+}
+
+int qga_sync_wait(long long id, qga_line_fn *next, void *ctx, char *err, size_t errlen)
+{
+    json_object *ret = NULL;
+    char *line = NULL;
     int rc;
 
-    json_object_object_add(args, "id", json_object_new_int64(id));
-    c = cmd_new("guest-sync", args);
-    rc = command(l, c, &ret, err, errlen);
-    for (int tries = 0; rc == 0 && (!ret || json_object_get_int64(ret) != id) && tries < 8;
-         tries++) {
-        char *line = NULL;
+    if ((rc = next(ctx, &line, err, errlen)) < 0)
+        return rc;
+    rc = qga_reply_parse(line, &ret, err, errlen);
+    free(line);
+    for (int tries = 0; rc == 0 && !is_id(ret, id) && tries < QGA_SYNC_TRIES; tries++) {
+        json_object *r, *v;
         json_object_put(ret);
         ret = NULL;
-        if ((rc = sock_line(l, &line, err, errlen)) < 0)
+        if ((rc = next(ctx, &line, err, errlen)) < 0)
             break;
-        json_object *r = json_tokener_parse(line), *v;
+        r = json_tokener_parse(line);
         if (r && json_object_object_get_ex(r, "return", &v))
             ret = json_object_get(v);
         json_object_put(r);
         free(line);
     }
-    if (rc == 0 && (!ret || json_object_get_int64(ret) != id)) {
+    if (rc == 0 && !is_id(ret, id)) {
         snprintf(err, errlen, "agent: guest-sync did not answer");
         rc = -EPROTO;
     }
     json_object_put(ret);
+    return rc;
+}
+
+/* Skip stale replies a previous, interrupted user of the socket may have left. */
+static int sync_socket(struct qga_link *l, char *err, size_t errlen)
+{
+    long long id = (long long)time(NULL) ^ (long long)getpid();
+    json_object *args = json_object_new_object(), *c;
+    int rc;
+
+    json_object_object_add(args, "id", json_object_new_int64(id));
+    c = cmd_new("guest-sync", args);
+    rc = sock_send(l, json_object_to_json_string_ext(c, JSON_C_TO_STRING_PLAIN), err, errlen);
+    if (rc == 0)
+        rc = qga_sync_wait(id, sock_line, l, err, errlen);
     json_object_put(c);
     return rc;
 }
