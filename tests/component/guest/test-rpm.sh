@@ -91,9 +91,10 @@ grep -q '^ProtectKernelTunables' "$unit" && fail "ProtectKernelTunables would ma
 grep -q 'ENV{SYSTEMD_WANTS}+="corehint-guestd.service"' "$root/usr/lib/udev/rules.d/90-corehint.rules" ||
     fail "udev rule does not want the unit"
 gzip -dc "$root/usr/share/man/man8/corehint-guestd.8.gz" | grep -q '^\.TH COREHINT-GUESTD 8' || fail "man page"
-if command -v systemd-analyze >/dev/null; then
-    # The unit as installed, with ExecStart pointing into the temporary root.
-    sed "s|/usr/sbin/|$root/usr/sbin/|" "$unit" >"$root/corehint-guestd.service"
-    systemd-analyze verify --man=no "$root/corehint-guestd.service" || fail "systemd-analyze verify"
-fi
+# A missing systemd-analyze is a failure, not a skip: the unit would pass unverified.
+command -v systemd-analyze >/dev/null ||
+    fail "systemd-analyze not found: install package systemd (scripts/deps) to verify the unit"
+# The unit as installed, with ExecStart pointing into the temporary root.
+sed "s|/usr/sbin/|$root/usr/sbin/|" "$unit" >"$root/corehint-guestd.service"
+systemd-analyze verify --man=no "$root/corehint-guestd.service" || fail "systemd-analyze verify"
 echo "PASS rpm: ${#want[@]} files, scriptlets, unit and install into a temporary root"
