@@ -30,34 +30,152 @@ wr() {
 	WERR=$( { echo "$1" > $P; } 2>&1 )
 }
 stat_get() { awk -v n="$1" '$1 == n { print $2 }' $STATS; }
+# stat_val NAME: the same in $sv, without starting a program
+stat_val() { sv=; while read -r _k _v; do [ "$_k" = "$1" ] && sv=$_v && break; done < $STATS; }
 cpu_of() { awk '{ print $39 }' /proc/$1/stat; }
 # centiseconds since boot
 now_cs() { awk '{ split($1, t, "."); print t[1] * 100 + t[2] }' /proc/uptime; }
 spin() { sh -c 'while :; do :; done' & }
 # what the kernel log must never hold
 BAD_DMESG='WARNING:|BUG:|kernel BUG|Oops|Call Trace|no longer affine'
-# split NAME WHAT A B N: 10 samples 0.3 s apart of where the loops in $pids
-# run; PASS if N run on CPU A and N on CPU B in at least 5 of them
+
+# Time. qemu's TCG vCPUs are host threads, on a host that may be busy with
+# other work: a vCPU can stop for seconds while the guest's clock runs on.
+# So a check waits for what it expects with a generous deadline (most waits
+# end at once), and a window in which something must not happen is measured
+# in the guest CPUs' own ticks, not in seconds: with CONFIG_HZ_PERIODIC every
+# CPU, busy or idle, accounts each tick it takes to user .. softirq in
+# /proc/stat, and a vCPU the host does not run takes none. (Steal is left out:
+# a tick that accounts injected steal at least as long as itself accounts
+# nothing else.)
+# The waits and samples below run no programs (read builtins): exec balancing
+# does not know the preferred CPUs (sched_exec() calls the class's
+# select_task_rq() directly), so every program started moves to an idle CPU,
+# often CPU 2, and is counted in pushes when the tick finds it there.
+# up_cs: in $now, centiseconds since boot
+up_cs() { read -r _up _ < /proc/uptime; now=${_up%.*}${_up#*.}; }
+# deadline SECONDS: from now on, past is true once SECONDS have gone by
+deadline() { up_cs; DL=$((now + $1 * 100)); }
+past() { up_cs; [ $now -ge $DL ]; }
+# nap SECONDS: sleep without starting a program: a read that times out on a
+# FIFO nobody writes to (sleep where that cannot be made)
+if mkfifo /tmp/nap && exec 9<>/tmp/nap; then
+	# shellcheck disable=SC3045 # busybox ash's read has -t
+	nap() { read -r -t "$1" _ <&9; }
+else
+	nap() { sleep "$1"; }
+fi
+# tick_read: each online CPU's ticked time so far, in centiseconds, in
+# tc0..tc3, the part of it with a task running (user, nice, system, irq,
+# softirq) in tb0..tb3, and its steal time (cs) in ts0..ts3
+# shellcheck disable=SC2034 # the variables are read by name through eval (snap, since)
+tick_read() {
+	tc0=0; tc1=0; tc2=0; tc3=0; tb0=0; tb1=0; tb2=0; tb3=0; ts0=0; ts1=0; ts2=0; ts3=0
+	{
+		read -r _
+		while read -r _n _u _ni _sy _id _io _irq _si _st _; do
+			case $_n in cpu[0-3]) ;; *) break ;; esac
+			eval "tb${_n#cpu}=\$((_u + _ni + _sy + _irq + _si)) tc${_n#cpu}=\$((_u + _ni + _sy + _id + _io + _irq + _si)) ts${_n#cpu}=\$_st"
+			[ "$_n" = cpu3 ] && break
+		done
+	} < /proc/stat
+}
+# snap NAME: copy tc0..tc3 to NAME0..NAME3
+snap() { eval "${1}0=\$tc0 ${1}1=\$tc1 ${1}2=\$tc2 ${1}3=\$tc3"; }
+# since A B CPUS: in $tk, the least of A<c> - B<c> for the CPUs c in CPUS
+since() {
+	tk=
+	for _c in $3; do
+		eval "_d=\$(( $1$_c - $2$_c ))"
+		# shellcheck disable=SC2154 # _d is set by the eval above
+		[ -z "$tk" ] || [ $_d -lt $tk ] && tk=$_d
+	done
+}
+# tick_mark: start a window; ticked CPUS: in $tk, the least time (cs) any CPU
+# in CPUS (e.g. "0 1 2") has ticked since the mark
+tick_mark() { tick_read; snap tm; }
+ticked() { tick_read; since tc tm "$1"; }
+# locate PID...: in $where, the CPU each one runs on, "C,C,...,"
+locate() {
+	where=
+	for _p in "$@"; do
+		if { read -r _l < /proc/$_p/stat; } 2>/dev/null; then
+			set -- $_l; shift 38; where="$where$1,"
+		else
+			where="$where?,"
+		fi
+	done
+}
+# aff_of PID: the CPUs PID may run on, as a list ("1", "0-2"), in $aff
+aff_of() {
+	aff=
+	while read -r _k _v; do
+		[ "$_k" = Cpus_allowed_list: ] && aff=$_v && break
+	done < /proc/$1/status
+}
+# wait_affine PID LIST: wait (at most 20 s) until PID may run on LIST only, e.g.
+# once "taskset -c LIST cmd" has set its mask (it execs cmd after that)
+wait_affine() {
+	deadline 20
+	until aff_of $1; [ "$aff" = "$2" ] || past; do nap 0.05; done
+}
+# on_cpus A B: in $na and $nb, how many of the loops in $pids run on CPU A and on CPU B
+on_cpus() {
+	na=0; nb=0
+	locate $pids
+	_w=$where
+	while [ -n "$_w" ]; do
+		_c=${_w%%,*}; _w=${_w#*,}
+		[ "$_c" = "$1" ] && na=$((na + 1))
+		[ "$_c" = "$2" ] && nb=$((nb + 1))
+	done
+}
+# split NAME WHAT A B N: wait (at most 20 s) until N of the loops in $pids run
+# on CPU A and N on CPU B, then 10 samples 0.3 s apart of where they run; PASS
+# if they are split so in at least 5 of them
 split() {
+	deadline 20; t0=$now
+	until on_cpus "$3" "$4"; [ $na = "$5" ] && [ $nb = "$5" ]; do
+		past && break
+		nap 0.1
+	done
+	up_cs; settle=$((now - t0))
 	even=0; seen=
 	for _ in 1 2 3 4 5 6 7 8 9 10; do
-		na=0; nb=0
-		for p in $pids; do
-			c=$(cpu_of $p)
-			[ "$c" = "$3" ] && na=$((na + 1))
-			[ "$c" = "$4" ] && nb=$((nb + 1))
-		done
+		on_cpus "$3" "$4"
 		seen="$seen $na/$nb"
 		[ $na = "$5" ] && [ $nb = "$5" ] && even=$((even + 1))
-		sleep 0.3
+		nap 0.3
 	done
 	[ $even -ge 5 ]
-	check "$1" $? "$2: $5/$5 on CPUs $3/$4 in $even of 10 samples:$seen"
+	check "$1" $? "$2: $5/$5 on CPUs $3/$4 in $even of 10 samples, first after $((settle * 10)) ms:$seen"
 }
 # spread_2x2 NAME WHAT: the four loops in $pids run 2 on CPU 0 and 2 on CPU 1
 spread_2x2() { split "$1" "$2" 0 1 2; }
 # spin_on CPU: a busy loop started on CPU only, its pid in $!
 spin_on() { taskset -c "$1" sh -c 'while :; do :; done' & }
+# window CPUS CS MIN SAMPLE...: run SAMPLE (a command that counts what is wrong
+# in $bad and notes what it saw in $seen) every 0.1 s until every CPU in CPUS
+# has ticked CS centiseconds and SAMPLE ran MIN times, for at most 20 s; the
+# samples taken in $n, the least time ticked in $tk
+window() {
+	_cpus=$1; _cs=$2; _min=$3; shift 3
+	n=0; bad=0; seen=; tick_mark; deadline 20
+	while :; do
+		"$@"; n=$((n + 1))
+		ticked "$_cpus"
+		[ $n -ge $_min ] && [ $tk -ge $_cs ] && break
+		past && break
+		nap 0.1
+	done
+}
+# on_cpu CPU PID: a sample for window: PID runs on CPU
+on_cpu() { locate $2; seen="$seen${where%,}"; [ "$where" = "$1," ] || bad=$((bad + 1)); }
+# on_0_1: a sample for window: every loop in $pids runs on CPU 0 or 1
+on_0_1() {
+	locate $pids; seen="$seen ${where%,}"
+	case $where in *2*|*3*|*\?*) bad=$((bad + 1)) ;; esac
+}
 
 # --- SMT boot (the runner's second boot: ktest=smt, 2 cores x 2 threads) ---
 if grep -q 'ktest=smt' /proc/cmdline; then
@@ -72,10 +190,8 @@ if grep -q 'ktest=smt' /proc/cmdline; then
 	# CPUs 2-3: its first CPU, 2, is not preferred.
 	wr "1,3"
 	pids=
-	for c in 1 1 1 3; do spin_on $c; pids="$pids $!"; done
-	sleep 0.5
+	for c in 1 1 1 3; do spin_on $c; pids="$pids $!"; wait_affine $! $c; done
 	for p in $pids; do taskset -p f $p >/dev/null; done
-	sleep 3
 	split smt_busy_preferred_threads_balance "preferred=1,3, 3+1 loops started on CPUs 1/3" 1 3 2
 	kill $pids; wait 2>/dev/null
 	wr "0-3"
@@ -128,9 +244,9 @@ poll_end() { wait $pw; r=$(tail -n 1 /tmp/poll.out); }
 
 poll_start 1000; poll_end
 [ "$r" = "timeout 0-3" ]; check preferred_poll_quiet $? "nothing changed for 1 s: $r"
-poll_start 5000; wr "0-1"; poll_end
+poll_start 20000; wr "0-1"; poll_end
 [ "$r" = "changed 0-1" ]; check preferred_poll_write $? "wrote 0-1: $r"
-poll_start 5000; echo 0 > /sys/devices/system/cpu/cpu1/online; poll_end
+poll_start 20000; echo 0 > /sys/devices/system/cpu/cpu1/online; poll_end
 echo 1 > /sys/devices/system/cpu/cpu1/online; r2=$(rd)
 [ "$r" = "changed 0" ]; check preferred_poll_hotplug $? "cpu1 offline while 0-1 preferred: $r (online again: $r2)"
 wr "0-3"
@@ -141,59 +257,64 @@ wr "0-3"
 wr "2"
 pids=
 for _ in 1 2 3 4; do spin; pids="$pids $!"; done
-sleep 1
-where=; for p in $pids; do where="$where$(cpu_of $p),"; done
-[ "$where" = "2,2,2,2," ]; check spinners_start_on_preferred $? "preferred=2: on CPUs $where"
-p0=$(stat_get pushes); w0=$(stat_get wakeup_redirects); k0=$(stat_get balance_skips)
-wr "0-1"
-t0=$(now_cs); t=0
+# placed on CPU 2 at fork: wait (at most 20 s) until all four run there in two
+# samples in a row
+deadline 20; ok=0
 while :; do
-	done_=0
-	for p in $pids; do
-		case $(cpu_of $p) in 0|1) ;; *) done_=1 ;; esac
-	done
-	t=$(( $(now_cs) - t0 ))
-	[ $done_ = 0 ] || [ $t -gt 200 ] && break
-	sleep 0.05
+	locate $pids
+	if [ "$where" = "2,2,2,2," ]; then ok=$((ok + 1)); else ok=0; fi
+	[ $ok -ge 2 ] || past && break
+	nap 0.1
 done
-where=; for p in $pids; do where="$where$(cpu_of $p),"; done
-[ $done_ = 0 ] && [ $t -le 200 ]; check spinners_fold_within_2s $? "after $((t * 10)) ms on CPUs $where"
+[ $ok -ge 2 ]; check spinners_start_on_preferred $? "preferred=2: on CPUs $where"
+p0=$(stat_get pushes); w0=$(stat_get wakeup_redirects); k0=$(stat_get balance_skips)
+# Each tick of CPU 2 pushes the loop it runs: wait (at most 30 s) until all four
+# run on 0-1, and count CPU 2's busy time meanwhile, its ticks with a task on
+# it: a few should do, 1 s of them is the limit. Once the loops are gone it is
+# idle and adds next to nothing, however late this loop sees them gone.
+tick_read; b0=$tb2
+wr "0-1"
+deadline 30; t0=$now
+while :; do
+	locate $pids
+	case $where in *2*|*3*|*\?*) out=1 ;; *) out=0 ;; esac
+	[ $out = 0 ] || past && break
+	nap 0.05
+done
+up_cs; t=$((now - t0)); tick_read; b=$((tb2 - b0))
+[ $out = 0 ] && [ $b -le 100 ]
+check spinners_fold_promptly $? "on CPUs $where after $((t * 10)) ms, CPU 2 busy for $((b * 10)) ms of its ticks meanwhile (at most 1000)"
 
-# and they stay there
-bad=0; seen=
-for _ in 1 2 3 4 5 6 7 8 9 10; do
-	for p in $pids; do
-		c=$(cpu_of $p); seen="$seen$c"
-		case $c in 0|1) ;; *) bad=$((bad + 1)) ;; esac
-	done
-	sleep 0.1
-done
-[ $bad = 0 ]; check spinners_stay_preferred $? "40 samples, $bad outside 0-1"
+# and they stay there: sampled for 1 s of CPUs 0-2's ticks
+window "0 1 2" 100 10 on_0_1
+[ $bad = 0 ] && [ $tk -ge 100 ]
+check spinners_stay_preferred $? "$n samples in $((tk * 10)) ms of CPUs 0-2's ticks (at least 1000), $bad with a loop outside 0-1:$seen"
 
 # and they share the two preferred CPUs: 2 on each, not 3+1 or 4+0
 spread_2x2 spinners_spread "pushed onto 0-1"
 
-# settled: nothing runs on a non-preferred CPU, so the tick has nothing to push
-p_s=$(stat_get pushes); t_s=$(now_cs)
-sleep 3
-p_e=$(stat_get pushes); t_e=$(now_cs)
-[ $((p_e - p_s)) -le 3 ]
-check pushes_bounded_at_steady_state $? "$((p_e - p_s)) pushes in $(( (t_e - t_s) * 10 )) ms with the 4 loops settled on 0-1 (at most 3)"
+# settled: nothing runs on a non-preferred CPU, so the tick has nothing to push,
+# for 3 s of CPUs 0-2's ticks (at most 30 s): the loops' CPUs, where a pull
+# starts, and CPU 2, where a loop pulled there would be pushed back
+stat_val pushes; p_s=$sv; tick_mark; deadline 30; t_s=$now
+until ticked "0 1 2"; [ $tk -ge 300 ] || past; do nap 0.2; done
+stat_val pushes; p_e=$sv; up_cs; t_e=$now
+[ $tk -ge 300 ] && [ $((p_e - p_s)) -le 3 ]
+check pushes_bounded_at_steady_state $? "$((p_e - p_s)) pushes (at most 3) in $((tk * 10)) ms of CPUs 0-2's ticks (at least 3000; $(( (t_e - t_s) * 10 )) ms of uptime) with the 4 loops settled on 0-1"
 
 # a few short-lived tasks to exercise wakeup/fork placement
 for _ in 1 2 3 4 5 6 7 8 9 10; do sleep 0.02; done
 
 # --- a task pinned to a non-preferred CPU stays there -----------------------
+# Sampled for 1 s of CPU 2's ticks (each one a push it must not make) once
+# taskset has set the mask.
 taskset -c 2 sh -c 'while :; do :; done' &
 pin=$!
-sleep 1
-bad=0
-for _ in 1 2 3 4 5; do
-	[ "$(cpu_of $pin)" = 2 ] || bad=$((bad + 1))
-	sleep 0.1
-done
+wait_affine $pin 2
+window 2 100 5 on_cpu 2 $pin
 aff=$(taskset -p $pin | awk '{ print $NF }')
-[ $bad = 0 ] && [ "$aff" = 4 ]; check pinned_task_stays $? "cpu=$(cpu_of $pin) mask=$aff misses=$bad"
+[ $bad = 0 ] && [ "$aff" = 4 ] && [ $tk -ge 100 ]
+check pinned_task_stays $? "cpu=$(cpu_of $pin) mask=$aff misses=$bad of $n samples in $((tk * 10)) ms of CPU 2's ticks (at least 1000)"
 kill $pin
 
 # --- a real-time task on a non-preferred CPU is left alone -------------------
@@ -210,18 +331,13 @@ while [ "$(awk '{ print $41 }' /proc/$rt/stat)" != 1 ] && [ $(( $(now_cs) - t0 )
 done
 sleep 0.2
 taskset -p -c 0-2 $rt >/dev/null
-sleep 1
-bad=0; seen=
-for _ in 1 2 3 4 5 6 7 8 9 10; do
-	c=$(cpu_of $rt); seen="$seen$c"
-	[ "$c" = 2 ] || bad=$((bad + 1))
-	sleep 0.1
-done
+# sampled for 2 s of CPU 2's ticks
+window 2 200 10 on_cpu 2 $rt
 pol=$(awk '{ print $41 }' /proc/$rt/stat)
 aff=$(taskset -p $rt | awk '{ print $NF }')
 kill $rt
-[ "$pol" = 1 ] && [ "$aff" = 7 ] && [ $bad = 0 ]
-check rt_task_left_alone $? "SCHED_FIFO loop allowed 0-2 (mask $aff, policy $pol): CPUs $seen, $bad samples off CPU 2"
+[ "$pol" = 1 ] && [ "$aff" = 7 ] && [ $bad = 0 ] && [ $tk -ge 200 ]
+check rt_task_left_alone $? "SCHED_FIFO loop allowed 0-2 (mask $aff, policy $pol): CPUs $seen, $bad of $n samples off CPU 2 in $((tk * 10)) ms of its ticks (at least 2000)"
 
 p1=$(stat_get pushes); w1=$(stat_get wakeup_redirects); k1=$(stat_get balance_skips)
 kill $pids; wait 2>/dev/null
@@ -231,10 +347,8 @@ kill $pids; wait 2>/dev/null
 # hint cannot apply to them, so balancing must split them over 1 and 2.
 wr "0"
 pids=
-for _ in 1 2; do spin_on 1; pids="$pids $!"; done
-sleep 0.5
+for _ in 1 2; do spin_on 1; pids="$pids $!"; wait_affine $! 1; done
 for p in $pids; do taskset -p -c 1,2 $p >/dev/null; done
-sleep 2
 split confined_nonpreferred_balance "preferred=0, 2 loops allowed 1-2" 1 2 1
 kill $pids; wait 2>/dev/null
 
@@ -255,9 +369,7 @@ if [ "$part" = root ]; then
 		spin; p=$!; pids="$pids $p"
 		echo $p > $CG/part/cgroup.procs; taskset -p -c 1 $p >/dev/null
 	done
-	sleep 0.5
 	for p in $pids; do taskset -p -c 1,2 $p >/dev/null; done
-	sleep 2
 	split cpuset_partition_nonpreferred_balance "preferred=0, 2 loops in a partition of 1-2" 1 2 1
 	kill $pids; wait 2>/dev/null
 	echo member > $CG/part/cpuset.cpus.partition
@@ -333,10 +445,13 @@ loaded && [ $s = 0 ] && [ "$r" = 0-3 ]; check governor_loads_resets_mask $? "sta
 wr "0-1"; s=$?; r=$(rd)
 case $WERR in *"busy"*) e=0 ;; *) e=1 ;; esac
 [ $s != 0 ] && [ $e = 0 ] && [ "$r" = 0-3 ]; check governor_owns_mask_ebusy $? "status=$s err='$WERR' preferred=$r"
-sleep 1
+# 1 s of every CPU's ticks: ten intervals
+tick_mark; deadline 20
+until ticked "0 1 2 3"; [ $tk -ge 100 ] || past; do nap 0.1; done
 r=$(rd)
 # TCG guests have no steal clock: steal stays 0, so the governor holds all CPUs.
-[ "$r" = 0-3 ]; check governor_no_steal_keeps_all $? "steal=$(awk '/^cpu / { print $9 }' /proc/stat) preferred=$r"
+[ "$r" = 0-3 ] && [ $tk -ge 100 ]
+check governor_no_steal_keeps_all $? "steal=$(awk '/^cpu / { print $9 }' /proc/stat) preferred=$r after $((tk * 10)) ms of every CPU's ticks (at least 1000)"
 echo 0 > /sys/devices/system/cpu/cpu2/online; r=$(rd)
 echo 1 > /sys/devices/system/cpu/cpu2/online; r2=$(rd)
 [ "$r" = "0-1,3" ] && [ "$r2" = 0-3 ]; check governor_hotplug $? "offline cpu2: $r, online: $r2"
@@ -351,63 +466,93 @@ wr "0-3"
 # (CONFIG_SCHED_STEAL_INJECT) accounts written steal at its CPU's next ticks,
 # so sg_update() and sg_apply() act as they would under real steal.
 SI=/sys/kernel/debug/sched/steal_inject
-cpu_steal() { awk -v c="cpu$1" '$1 == c { print $9 }' /proc/stat; }
 # si_wr LINE: write LINE to the injection file; the write's status
 si_wr() { { echo "$1" > $SI; } 2>/dev/null; }
-# watch_masks FROM SECONDS: FROM (the mask before the watch), then each new mask
-# seen in SECONDS as MASK@CS, CS its first sighting in centiseconds since boot.
-# Sampled every 0.05 s without forking (read builtins), so a sighting lags its
-# change by little more than that.
+# watch_masks FINAL: follow the mask from now until it has been FINAL for 1.2 s
+# of every CPU's ticks (more than an interval: it must hold), for at most 20 s.
+# In $seen: the mask at the start, then each new mask as MASK@CS, CS its first
+# sighting in centiseconds since boot. Sampled every 0.05 s without forking
+# (read builtins). A step came after the last sample that did not show it and
+# before the one that did, which bounds the time between two steps both ways
+# however late the samples come:
+#   $near:  of "at most this far apart" (cs of uptime), the least: two steps in
+#           one interval show under 60 (an interval, 100, is their least)
+#   $far:   of "at least this far apart" in ticks (cs; the least any CPU
+#           ticked), the most: a skipped interval shows over 150 (an interval
+#           of the governor's timer is 100 of the ticks of its CPU and of
+#           CPU 0, whose ticks count the jiffies)
+#   $first: "at least this long" from the start to the first step, in ticks:
+#           at most 250 (two intervals: the first one may have begun before
+#           what the governor reacts to)
 watch_masks() {
-	last=$1; seen=$1
-	read -r up _ < /proc/uptime; end=$(( ${up%.*}${up#*.} + $2 * 100 ))
+	near=; far=0; first=999; pl=; hold=
+	deadline 20
+	read -r up _ < /proc/uptime; lt=${up%.*}${up#*.}
+	tick_read; snap ws; snap la
+	read -r last < $P; seen=$last
 	while :; do
 		read -r up _ < /proc/uptime; t=${up%.*}${up#*.}
-		[ "$t" -lt $end ] || break
-		read -r r < $P
-		[ "$r" != "$last" ] && seen="$seen $r@$t" && last=$r
-		sleep 0.05
+		tick_read; snap ca
+		read -r _m < $P
+		read -r up _ < /proc/uptime; t2=${up%.*}${up#*.}
+		tick_read
+		if [ "$_m" != "$last" ]; then
+			seen="$seen $_m@$t2"; last=$_m
+			if [ -n "$pl" ]; then
+				[ -z "$near" ] || [ $((t2 - pl)) -lt $near ] && near=$((t2 - pl))
+				since la ps "0 1 2 3"; [ $tk -gt $far ] && far=$tk
+			else
+				since la ws "0 1 2 3"; first=$tk
+			fi
+			pl=$lt; snap ps; hold=
+		fi
+		if [ "$_m" = "$1" ]; then
+			[ -n "$hold" ] || { snap fs; hold=1; }
+			since tc fs "0 1 2 3"; [ $tk -ge 120 ] && break
+		fi
+		past && break
+		lt=$t; eval "la0=\$ca0 la1=\$ca1 la2=\$ca2 la3=\$ca3"
+		nap 0.05
 	done
-	echo "$seen"
+	near=${near:-0}
 }
 masks_of() { echo "$1" | sed 's/@[0-9]*//g'; }
-# min_gap LIST: the shortest time between two sightings in LIST, in centiseconds
-min_gap() {
-	echo "$1" | tr ' ' '\n' | awk -F@ 'NF == 2 { if (p != "") { g = $2 - p; if (m == "" || g < m) m = g } p = $2 }
-		END { print (m == "" ? 0 : m) }'
-}
-s0=$(cpu_steal 2)
+# The 300 ms are accounted at CPU 2's next tick: wait for them (at most 20 s),
+# then for 0.2 s more of CPU 2's and CPU 3's ticks, in which nothing more may
+# come: a second accounting of the same steal, or any of it on CPU 3.
+tick_read; s0=$ts2; s30=$ts3
 si_wr "2 300000000"; s=$?
-sleep 0.5
-s1=$(cpu_steal 2); s3=$(cpu_steal 3)
+deadline 20
+until tick_read; [ $((ts2 - s0)) -ge 29 ] || past; do nap 0.05; done
+tick_mark; deadline 20
+until ticked "2 3"; [ $tk -ge 20 ] || past; do nap 0.05; done
+s1=$ts2; s3=$ts3
 # 300 ms is 30 USER_HZ ticks of steal on CPU 2 and none on CPU 3
-[ $s = 0 ] && [ $((s1 - s0)) -ge 29 ] && [ $((s1 - s0)) -le 31 ] && [ "$s3" = 0 ]
-check steal_inject_accounted $? "write status=$s: cpu2 steal $s0 -> $s1, cpu3 steal $s3 (USER_HZ ticks)"
+[ $s = 0 ] && [ $((s1 - s0)) -ge 29 ] && [ $((s1 - s0)) -le 31 ] && [ $((s3 - s30)) = 0 ] && [ $tk -ge 20 ]
+check steal_inject_accounted $? "write status=$s: cpu2 steal $s0 -> $s1, cpu3 steal $s30 -> $s3 (USER_HZ ticks), the last $((tk * 10)) ms of their ticks included (at least 200)"
 si_wr "0-3"; s1=$?
 si_wr "9 1000"; s2=$?
 [ -w $SI ] && [ $s1 != 0 ] && [ $s2 != 0 ]; check steal_inject_refuses_bad_input $? "no amount: status=$s1, absent cpu 9: status=$s2"
 
 # 40 % steal on every CPU, then none: one core less per interval down to the
 # anchor CPU, then one more per interval back to every CPU.
-# Each step comes an interval after the one before: seen at least 600 ms apart
-# with a 1 s interval (room for sightings late by up to 0.4 s, while two steps
-# in one interval would be 500 ms apart at most), all three within 5 s.
+# Each step comes an interval after the one before (see watch_masks).
 insmod $MOD interval_ms=1000
-m0=$(rd)
-poll_start 5000
+poll_start 20000
 ( while echo "0-3 40000000" > $SI; do sleep 0.1; done ) &
 inj=$!
-shrink=$(watch_masks "$m0" 5)
-poll_end
+watch_masks 0
+shrink=$seen; s_near=$near; s_far=$far; s_first=$first
+poll_end; polled=$r
 kill $inj; wait $inj 2>/dev/null
-grow=$(watch_masks "$(rd)" 5)
+watch_masks 0-3
 rmmod steal_governor
-[ "$(masks_of "$shrink")" = "0-3 0-2 0-1 0" ] && [ "$(min_gap "$shrink")" -ge 60 ]
-check governor_steal_shrinks_one_core_per_interval $? "40% steal, 1 s interval: $shrink (mask@cs), closest steps $(min_gap "$shrink") cs apart"
-[ "$(masks_of "$grow")" = "0 0-1 0-2 0-3" ] && [ "$(min_gap "$grow")" -ge 60 ]
-check governor_steal_gone_grows_one_core_per_interval $? "no steal: $grow (mask@cs), closest steps $(min_gap "$grow") cs apart"
-case $r in "changed 0-2"|"changed 0-1"|"changed 0") e=0 ;; *) e=1 ;; esac
-check preferred_poll_governor $e "a poller while the governor shrank the mask: $r"
+[ "$(masks_of "$shrink")" = "0-3 0-2 0-1 0" ] && [ $s_near -ge 60 ] && [ $s_far -le 150 ] && [ $s_first -le 250 ]
+check governor_steal_shrinks_one_core_per_interval $? "40% steal, 1 s interval: $shrink (mask@cs); steps at most $s_near cs apart at the closest (at least 60), at least $s_far cs of ticks at the farthest (at most 150), the first after at least $s_first (at most 250)"
+[ "$(masks_of "$seen")" = "0 0-1 0-2 0-3" ] && [ $near -ge 60 ] && [ $far -le 150 ] && [ $first -le 250 ]
+check governor_steal_gone_grows_one_core_per_interval $? "no steal: $seen (mask@cs); steps at most $near cs apart at the closest (at least 60), at least $far cs of ticks at the farthest (at most 150), the first after at least $first (at most 250)"
+case $polled in "changed 0-2"|"changed 0-1"|"changed 0") e=0 ;; *) e=1 ;; esac
+check preferred_poll_governor $e "a poller while the governor shrank the mask: $polled"
 
 # --- hotplug while CPU-bound tasks run and get pushed -----------------------
 cycle() { # CPU...: offline then online each, with the spinners running
@@ -453,7 +598,6 @@ wr "0-3"
 wr "0-1"
 pids=
 for _ in 1 2 3 4; do spin; pids="$pids $!"; done
-sleep 3
 spread_2x2 spinners_forked_spread "started with preferred=0-1"
 kill $pids; wait 2>/dev/null
 
