@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <libvirt/virterror.h>
+
 #include "conn.h"
 #include "domxml.h"
 #include "corehint/log.h"
@@ -46,6 +48,22 @@ static int get_period_quota(virDomainPtr dom, unsigned long long *period, long l
     return 0;
 }
 
+/* The last libvirt error as -EOPNOTSUPP when retrying cannot help (the host cannot set this
+ * quota at all), else -EIO (libvirtd busy, restarting or gone; a domain job running). */
+static int libvirt_rc(void)
+{
+    switch (virGetLastErrorCode()) {
+    case VIR_ERR_CONFIG_UNSUPPORTED:
+    case VIR_ERR_NO_SUPPORT:
+    case VIR_ERR_OPERATION_UNSUPPORTED:
+    case VIR_ERR_ARGUMENT_UNSUPPORTED:
+    case VIR_ERR_INVALID_ARG:
+        return -EOPNOTSUPP;
+    default:
+        return -EIO;
+    }
+}
+
 static int put_period_quota(virDomainPtr dom, unsigned long long period, long long quota)
 {
     virTypedParameter p[2];
@@ -57,7 +75,9 @@ static int put_period_quota(virDomainPtr dom, unsigned long long period, long lo
     snprintf(p[1].field, sizeof(p[1].field), "%s", VIR_DOMAIN_SCHEDULER_GLOBAL_QUOTA);
     p[1].type = VIR_TYPED_PARAM_LLONG;
     p[1].value.l = quota; /* libvirt: a negative quota means no limit */
-    return virDomainSetSchedulerParametersFlags(dom, p, 2, VIR_DOMAIN_AFFECT_LIVE) < 0 ? -EIO : 0;
+    return virDomainSetSchedulerParametersFlags(dom, p, 2, VIR_DOMAIN_AFFECT_LIVE) < 0
+               ? libvirt_rc()
+               : 0;
 }
 
 /* The cap hostd recorded in the domain's live metadata: 0 with what it saved, -ENOENT when
@@ -81,7 +101,9 @@ static int get_record(virDomainPtr dom, struct dx_cap *cap)
 static int drop_record(virDomainPtr dom)
 {
     return virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, NULL, NULL, DX_CAP_URI,
-                                VIR_DOMAIN_AFFECT_LIVE) < 0 ? -EIO : 0;
+                                VIR_DOMAIN_AFFECT_LIVE) < 0
+               ? -EIO
+               : 0;
 }
 
 int enf_set_quota(virConnectPtr vc, const char *uuid, double cpus, char *err, size_t errlen)
@@ -106,10 +128,9 @@ int enf_set_quota(virConnectPtr vc, const char *uuid, double cpus, char *err, si
             /* Every cap is recorded before it is set: without a record the quota is not ours
              * (released already, or the domain restarted), and it stays as it is. */
             log_msg(LOG_LVL_DEBUG, "domain %s: no cap record; quota left alone", uuid);
-        } else if (put_period_quota(dom, rec.saved_period, rec.saved_quota) < 0) {
+        } else if ((rc = put_period_quota(dom, rec.saved_period, rec.saved_quota)) < 0) {
             /* Release: the administrator's own period and quota back, then the record goes. */
             snprintf(err, errlen, "cannot restore the CPU quota: %s", conn_error());
-            rc = -EIO;
         } else if (drop_record(dom) < 0) {
             /* A record left behind would make a later hostd set this quota back over whatever
              * the administrator sets next: the release is tried again (restoring twice is
@@ -132,12 +153,11 @@ int enf_set_quota(virConnectPtr vc, const char *uuid, double cpus, char *err, si
                              VIR_DOMAIN_AFFECT_LIVE) < 0) {
         /* Without the record a restarted hostd could not give the quota back: no cap. */
         snprintf(err, errlen, "cannot record the cap in the domain's metadata: %s", conn_error());
-        rc = -EIO;
+        rc = libvirt_rc();
         goto out;
     }
-    if (put_period_quota(dom, PERIOD_US, (long long)llround(cpus * (double)PERIOD_US)) < 0) {
+    if ((rc = put_period_quota(dom, PERIOD_US, (long long)llround(cpus * (double)PERIOD_US))) < 0) {
         snprintf(err, errlen, "cannot set the CPU quota: %s", conn_error());
-        rc = -EIO;
         /* no cap, so no record of one (a record from an earlier cap stays: it still is) */
         if (have == -ENOENT)
             drop_record(dom);
@@ -147,34 +167,70 @@ out:
     return rc;
 }
 
-static int set_quota(struct enforcer *f, const struct vm_entry *v, double cpus)
+/* The outcome of a change: logged and counted only now, when it is in force (or is not). */
+static void finish(struct enforcer *f, struct vm_entry *v, double cpus, int rc, const char *why,
+                   const char *err)
 {
-    return f->quota ? f->quota(f->quota_ctx, v->uuid, v->name, cpus) : 0;
-}
+    const char *sim = f->quota ? "" : "replay: ";
+    struct enf_state *e = &v->enf;
 
-static void cap(struct enforcer *f, struct vm_entry *v, double cpus)
-{
-    if (set_quota(f, v, cpus) < 0) {
-        f->failures++;
+    e->pending = false;
+    if (rc == 0) {
+        if (cpus >= 0) {
+            log_msg(LOG_LVL_WARN, "%s%s: non-compliant under contention: capped to %.2f CPUs", sim,
+                    v->name, cpus);
+            e->capped = true;
+            e->cap_cpus = cpus;
+            f->caps++;
+        } else {
+            log_msg(LOG_LVL_INFO, "%s%s: cap released (%s)", sim, v->name, why);
+            e->capped = false;
+            e->cap_cpus = 0;
+            f->releases++;
+        }
+        e->backoff = 0;
+        e->error[0] = '\0';
         return;
     }
-    log_msg(LOG_LVL_WARN, "%s%s: non-compliant under contention: capped to %.2f CPUs",
-            f->quota ? "" : "replay: ", v->name, cpus);
-    v->enf.capped = true;
-    v->enf.cap_cpus = cpus;
-    f->caps++;
-}
-
-static void release(struct enforcer *f, struct vm_entry *v, const char *why)
-{
-    if (set_quota(f, v, -1) < 0) {
-        f->failures++;
+    f->failures++;
+    snprintf(e->error, sizeof(e->error), "%s", err && *err ? err : strerror(-rc));
+    for (char *c = e->error; *c; c++) /* libvirt's message may quote a guest's words */
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    if (rc == -EOPNOTSUPP) {
+        e->gave_up = true;
+        log_msg(LOG_LVL_ERR,
+                "%s: %s failed for good: %s; not tried again until the domain restarts", v->name,
+                cpus < 0 ? "cap release" : "cap", e->error);
         return;
     }
-    log_msg(LOG_LVL_INFO, "%s%s: cap released (%s)", f->quota ? "" : "replay: ", v->name, why);
-    v->enf.capped = false;
-    v->enf.cap_cpus = 0;
-    f->releases++;
+    e->backoff =
+        e->backoff ? (e->backoff * 2 > ENF_BACKOFF_MAX ? ENF_BACKOFF_MAX : e->backoff * 2) : 1;
+    e->retry_at = f->decisions + e->backoff;
+    log_msg(LOG_LVL_WARN, "%s: %s failed: %s; next try %u decision(s) later", v->name,
+            cpus < 0 ? "cap release" : "cap", e->error, e->backoff);
+}
+
+/* Ask for a cap (cpus >= 0) or its release (cpus < 0, why says why). */
+static void request(struct enforcer *f, struct vm_entry *v, double cpus, const char *why)
+{
+    int rc;
+
+    if (!f->quota) {
+        finish(f, v, cpus, 0, why, NULL); /* replay: it takes at once */
+        return;
+    }
+    if ((rc = f->quota(f->quota_ctx, v->uuid, v->name, cpus)) < 0) {
+        finish(f, v, cpus, rc, why, "cannot queue the quota change");
+        return;
+    }
+    v->enf.pending = true;
+    v->enf.pending_cpus = cpus;
+    v->enf.pending_why = why;
+    if (cpus >= 0)
+        log_msg(LOG_LVL_DEBUG, "%s: cap to %.2f CPUs asked for", v->name, cpus);
+    else
+        log_msg(LOG_LVL_DEBUG, "%s: cap release asked for (%s)", v->name, why);
 }
 
 /* A domain first seen carrying a cap an earlier hostd recorded (it stopped without releasing
@@ -190,27 +246,26 @@ static void adopt(struct enforcer *f, struct vm_entry *v, double cpus, bool capp
                 v->name, cpus);
         return;
     }
-    log_msg(LOG_LVL_INFO, "%s: a cap of %.2f CPUs recorded by an earlier corehint-hostd is ours now",
-            v->name, cpus);
+    log_msg(LOG_LVL_INFO,
+            "%s: a cap of %.2f CPUs recorded by an earlier corehint-hostd is ours now", v->name,
+            cpus);
     v->enf.capped = true;
     v->enf.cap_cpus = cpus;
 }
 
-void enf_failed(struct enforcer *f, const char *uuid, double cpus, const char *why)
+void enf_done(struct enforcer *f, const char *uuid, double cpus, int rc, const char *why)
 {
     struct vm_entry *v = reg_find(f->reg, uuid);
 
-    f->failures++;
-    if (!v || !v->enf.known)
+    if (!v) {
+        /* the domain went away meanwhile: only counted */
+        if (rc < 0)
+            f->failures++;
+        log_msg(LOG_LVL_DEBUG, "domain %s: quota change to %.2f done (%d) for no VM we track", uuid,
+                cpus, rc);
         return;
-    log_msg(LOG_LVL_WARN, "%s: %s failed: %s", v->name, cpus < 0 ? "cap release" : "cap", why);
-    /* Undo what cap() or release() assumed, so that the next decision acts again. */
-    if (cpus < 0) {
-        v->enf.capped = true;
-    } else {
-        v->enf.capped = false;
-        v->enf.cap_cpus = 0;
     }
+    finish(f, v, cpus, rc, cpus < 0 && v->enf.pending_why ? v->enf.pending_why : "", why);
 }
 
 void enf_apply(struct enforcer *f, const struct engine *e)
@@ -219,6 +274,7 @@ void enf_apply(struct enforcer *f, const struct engine *e)
 
     if (!e->decided || reg_sync(f->reg, e) < 0)
         return;
+    f->decisions++;
     for (unsigned i = 0; i < f->reg->nvm; i++) {
         struct vm_entry *v = &f->reg->vm[i];
         const struct pol_decision *d = v->dec;
@@ -226,14 +282,17 @@ void enf_apply(struct enforcer *f, const struct engine *e)
         if (!v->enf.known && v->dom->cap_recorded > 0)
             adopt(f, v, v->dom->cap_recorded, capping);
         v->enf.known = true;
+        /* one change at a time, none while backing off or after a permanent failure */
+        if (v->enf.pending || v->enf.gave_up || f->decisions < v->enf.retry_at)
+            continue;
         double want = d->entitlement > CAP_MIN_CPUS ? d->entitlement : CAP_MIN_CPUS;
         bool should = capping && d->non_compliant && d->contended && !d->opt_out;
 
         if (should &&
             (!v->enf.capped || fabs(want - v->enf.cap_cpus) > CAP_SLACK * v->enf.cap_cpus))
-            cap(f, v, want);
+            request(f, v, want, NULL);
         else if (!should && v->enf.capped)
-            release(f, v,
+            request(f, v, -1,
                     !capping       ? "enforcement off"
                     : d->contended ? "compliant"
                                    : "no contention");
@@ -258,13 +317,23 @@ void enf_annotate(const struct enforcer *f, json_object *report)
         json_object_object_add(o, "capped", json_object_new_boolean(v && v->enf.capped));
         if (v && v->enf.capped)
             json_object_object_add(o, "cap_cpus", json_object_new_double(v->enf.cap_cpus));
+        json_object_object_add(o, "pending", json_object_new_boolean(v && v->enf.pending));
+        if (v && v->enf.error[0]) {
+            json_object_object_add(o, "error", json_object_new_string(v->enf.error));
+            json_object_object_add(o, "gave_up", json_object_new_boolean(v->enf.gave_up));
+        }
         json_object_object_add(d, "enforce", o);
     }
 }
 
 void enf_finalise(struct enforcer *f)
 {
-    for (unsigned i = 0; f->reg && i < f->reg->nvm; i++)
-        if (f->reg->vm[i].enf.capped)
-            release(f, &f->reg->vm[i], "shutting down");
+    for (unsigned i = 0; f->reg && i < f->reg->nvm; i++) {
+        struct vm_entry *v = &f->reg->vm[i];
+        /* a cap still on its way is released after it (the worker keeps the order) */
+        bool cap_coming = v->enf.pending && v->enf.pending_cpus >= 0;
+
+        if ((v->enf.capped && !v->enf.pending) || cap_coming)
+            request(f, v, -1, "shutting down");
+    }
 }

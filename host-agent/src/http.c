@@ -247,6 +247,10 @@ static void on_metrics(struct evhttp_request *req, void *arg)
     head(b, "corehint_cap_releases_total", "counter", "CPU quota caps removed");
     evbuffer_add_printf(b, "corehint_cap_releases_total %llu\n",
                         (unsigned long long)h->f->releases);
+    head(b, "corehint_cap_failures_total", "counter",
+         "CPU quota caps and releases libvirt refused or that could not be queued");
+    evbuffer_add_printf(b, "corehint_cap_failures_total %llu\n",
+                        (unsigned long long)h->f->failures);
     if (e->decided) {
         head(b, "corehint_vm_capped", "gauge", "1 while the VM's CPU quota is capped");
         for (unsigned i = 0; i < e->ndec; i++) {
@@ -342,6 +346,7 @@ static void on_status(struct evhttp_request *req, void *arg)
     enf_annotate(h->f, r);
     json_object_object_add(daemon, "caps", json_object_new_uint64(h->f->caps));
     json_object_object_add(daemon, "cap_releases", json_object_new_uint64(h->f->releases));
+    json_object_object_add(daemon, "cap_failures", json_object_new_uint64(h->f->failures));
     json_object_object_add(r, "daemon", daemon);
     if (!b) {
         json_object_put(r);

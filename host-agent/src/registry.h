@@ -57,8 +57,20 @@ struct act_state {
 struct enf_state {
     bool known; /* judged by the enforcer before: a cap recorded by an earlier hostd is only
                    adopted when the domain is first seen */
-    bool capped;
+    bool capped;     /* a cap is in force: libvirt said so (or an earlier hostd recorded it) */
     double cap_cpus;
+    /* A quota change handed to the worker and not answered yet: nothing else is asked for
+     * this VM until it is, and nothing is logged or counted before then. */
+    bool pending;
+    double pending_cpus;     /* what was asked: CPUs, or < 0 for a release */
+    const char *pending_why; /* a release's reason (a string literal) */
+    /* After a failure the change is asked again only backoff decisions later (1, 2, 4, ...
+     * up to ENF_BACKOFF_MAX; a success resets it); a permanent failure (libvirt cannot set
+     * this quota at all) is not retried until the domain is seen anew. */
+    unsigned backoff;
+    uint64_t retry_at; /* the enforcer's decision count from which it may ask again */
+    bool gave_up;
+    char error[128]; /* the last failure, cleaned */
 };
 
 struct vm_entry {

@@ -139,8 +139,7 @@ static void on_result(void *ctx, struct wk_result *r)
         act_agent_done(&h->act, r->job.uuid, r->job.how, &r->job.cpus, r->rc, r->err);
         break;
     case WK_QUOTA:
-        if (r->rc < 0)
-            enf_failed(&h->enf, r->job.uuid, r->job.quota_cpus, r->err);
+        enf_done(&h->enf, r->job.uuid, r->job.quota_cpus, r->rc, r->err);
         break;
     case WK_UP:
         h->eng.connected = true;

@@ -527,10 +527,14 @@ void wk_stop(struct worker *w, unsigned drain_ms)
     }
     if (w->evtimer >= 0)
         virEventRemoveTimeout(w->evtimer);
-    /* Results nobody will read. */
+    /* The results the loop has not read: quota changes are told (the cap releases queued at
+     * shutdown are logged and counted when they are done, as every other); the rest is
+     * dropped. */
     while (w->res_head) {
         struct wk_node *n = w->res_head;
         w->res_head = n->next;
+        if (n->r.job.kind == WK_QUOTA)
+            w->fn(w->ctx, &n->r);
         snap_free(n->r.snap);
         free(n);
     }

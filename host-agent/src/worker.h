@@ -69,8 +69,9 @@ bool wk_sample_pending(const struct worker *w);
 bool wk_connected(const struct worker *w);
 /*
  * Stop: jobs still queued run first when drain_ms > 0 and the worker is connected, for at most
- * drain_ms (cap releases at shutdown); then both threads are joined.  A worker stuck in a
- * libvirt call longer than that is left to the process exit.
+ * drain_ms (cap releases at shutdown); then both threads are joined, and the results of the
+ * quota jobs (only those) go to the result function before wk_stop() returns.  A worker
+ * stuck in a libvirt call longer than that is left to the process exit.
  */
 void wk_stop(struct worker *w, unsigned drain_ms);
 

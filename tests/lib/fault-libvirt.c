@@ -15,6 +15,9 @@
  *                                     highest online host CPU is reported offline (an
  *                                     administrator's CPU hot-unplug; not a failure, but said
  *                                     on stderr once like one)
+ *   COREHINT_FAULT_QUOTA_FAILS=N      the first N virDomainSetSchedulerParametersFlags calls
+ *                                     fail (a quota libvirt cannot set now: a domain job, a
+ *                                     busy cgroup), with no libvirt error code: transient
  * Every injected fault is said on stderr ("fault-libvirt: ..."), so a test can tell that it
  * was really met. */
 #include <dlfcn.h>
@@ -23,8 +26,9 @@
 #include <time.h>
 
 #include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
 
-static unsigned long xmldesc_calls, stats_calls, cpumap_calls;
+static unsigned long xmldesc_calls, stats_calls, cpumap_calls, quota_calls;
 static virConnectCloseFunc close_cb;
 static void *close_opaque;
 static virConnectPtr dead_conn;
@@ -149,4 +153,21 @@ int virConnectClose(virConnectPtr conn)
     if (conn == dead_conn)
         dead_conn = NULL;
     return REAL(virConnectClose) ? real_virConnectClose(conn) : -1;
+}
+
+int virDomainSetSchedulerParametersFlags(virDomainPtr domain, virTypedParameterPtr params,
+                                         int nparams, unsigned int flags)
+{
+    static int (*real_virDomainSetSchedulerParametersFlags)(virDomainPtr, virTypedParameterPtr, int,
+                                                            unsigned int);
+
+    if (quota_calls++ < knob("COREHINT_FAULT_QUOTA_FAILS")) {
+        fprintf(stderr, "fault-libvirt: virDomainSetSchedulerParametersFlags call %lu fails\n",
+                quota_calls);
+        virResetLastError();
+        return -1;
+    }
+    return REAL(virDomainSetSchedulerParametersFlags)
+               ? real_virDomainSetSchedulerParametersFlags(domain, params, nparams, flags)
+               : -1;
 }
