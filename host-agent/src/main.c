@@ -3,7 +3,8 @@
  * corehint-hostd: wiring only.  Start-up in dependency order (config, log, event base,
  * engine, registry, actuators, HTTP, privileges, the snapshot source, timers), shutdown in
  * reverse.  The snapshot source (source.h: live libvirt, --once or --replay) feeds every
- * snapshot through hd_feed(); the event loop never calls libvirt.
+ * snapshot through hd_feed(), which it is given with hd_deliver() and hd_print_report() as
+ * its sink; the event loop never calls libvirt.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -184,8 +185,11 @@ static int configure(struct hostd *h, int argc, char **argv, bool *dump)
     return -1;
 }
 
-void hd_print_report(struct hostd *h, int flags)
+/* The source's sink (struct src_sink), each with the struct hostd as ctx. */
+
+static void hd_print_report(void *ctx, int flags)
 {
+    struct hostd *h = ctx;
     json_object *r = eng_report(&h->eng);
 
     if (!r)
@@ -196,8 +200,9 @@ void hd_print_report(struct hostd *h, int flags)
     json_object_put(r);
 }
 
-void hd_deliver(struct hostd *h, uint64_t now)
+static void hd_deliver(void *ctx, uint64_t now)
 {
+    struct hostd *h = ctx;
     uint64_t limit = (uint64_t)h->cfg.stale_intervals * h->cfg.interval_ms;
     bool stale = h->eng.decided && now - h->eng.last_decided_ms > limit;
 
@@ -218,8 +223,9 @@ void hd_deliver(struct hostd *h, uint64_t now)
     h->last_apply_ms = now;
 }
 
-int hd_feed(struct hostd *h, struct snapshot *s, unsigned gen)
+static int hd_feed(void *ctx, struct snapshot *s, unsigned gen)
 {
+    struct hostd *h = ctx;
     int rc;
 
     act_annotate(&h->act, s, &h->eng);
@@ -232,6 +238,12 @@ int hd_feed(struct hostd *h, struct snapshot *s, unsigned gen)
     h->src.ops->decided(&h->src);
     return rc;
 }
+
+static const struct src_sink hd_sink = {
+    .feed = hd_feed,
+    .deliver = hd_deliver,
+    .report = hd_print_report,
+};
 
 static void on_watchdog(evutil_socket_t fd, short what, void *arg)
 {
@@ -344,7 +356,7 @@ int main(int argc, char **argv)
     }
     /* A guest's channel closing under a write must be an EPIPE, not the end of hostd. */
     signal(SIGPIPE, SIG_IGN);
-    src_select(&h.src, &h);
+    src_select(&h.src, &h, &hd_sink, &h);
     bool detach = !h.cfg.foreground && h.src.live;
     notify_init();
     log_init("corehint-hostd",

@@ -91,7 +91,7 @@ static void sample_result(struct snap_source *src, struct wk_result *r)
         return;
     }
     src->sample_ms = now;
-    if ((rc = hd_feed(h, s, r->gen)) < 0)
+    if ((rc = src->sink->feed(src->sink_ctx, s, r->gen)) < 0)
         log_msg(LOG_LVL_ERR, "decision failed: %s", strerror(-rc));
 }
 
@@ -104,7 +104,7 @@ static void live_decided(struct snap_source *src)
     h->eng.last_decided_ms = now;
     clock_gettime(CLOCK_REALTIME, &ts);
     h->eng.last_decided_unix = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-    hd_deliver(h, now); /* a new decision goes out at once */
+    src->sink->deliver(src->sink_ctx, now); /* a new decision goes out at once */
     if (src->delivers && !h->cfg.dry_run)
         enf_apply(&h->enf, &h->eng);
     if (src->delivers && h->eng.ndec != src->status_ndom) {
@@ -125,7 +125,7 @@ static void on_result(void *ctx, struct wk_result *r)
         if (!src->once)
             break;
         if (h->eng.decided) {
-            hd_print_report(h, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED);
+            src->sink->report(src->sink_ctx, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED);
             event_base_loopexit(h->base, NULL);
         } else if (r->rc == -ENOTCONN) {
             log_msg(LOG_LVL_ERR, "lost the libvirt connection during --once");
@@ -175,7 +175,7 @@ static void on_renew(evutil_socket_t fd, short what, void *arg)
     struct snap_source *src = arg;
 
     if (src->h->last_apply_ms < src->tick_ms)
-        hd_deliver(src->h, hd_mono_ms());
+        src->sink->deliver(src->sink_ctx, hd_mono_ms());
 }
 
 /*
@@ -208,7 +208,7 @@ static void live_tick(struct snap_source *src)
      * the tick; the longest gap is then 1.5 intervals) */
     if (now - h->last_apply_ms >=
         (asked ? h->cfg.interval_ms + h->cfg.interval_ms / 4 : h->cfg.interval_ms / 4))
-        hd_deliver(h, now);
+        src->sink->deliver(src->sink_ctx, now);
     if (asked && src->renew) {
         struct timeval tv = {(time_t)(h->cfg.interval_ms / 2000),
                              (long)(h->cfg.interval_ms / 2 % 1000) * 1000};
@@ -275,7 +275,7 @@ static void replay_decided(struct snap_source *src)
 {
     if (!src->h->cfg.dry_run)
         enf_apply(&src->h->enf, &src->h->eng);
-    hd_print_report(src->h, JSON_C_TO_STRING_PLAIN);
+    src->sink->report(src->sink_ctx, JSON_C_TO_STRING_PLAIN);
 }
 
 /* One replay step; at the end of a paced replay the last decision keeps being delivered. */
@@ -300,7 +300,7 @@ static void on_replay_tick(evutil_socket_t fd, short what, void *arg)
         log_msg(LOG_LVL_INFO, "end of %s: holding the last decision", h->cfg.replay);
     }
     if (!src->trace_done)
-        hd_feed(h, s, 0);
+        src->sink->feed(src->sink_ctx, s, 0);
     if (src->delivers)
         act_apply(&h->act, &h->eng, false);
     arm_replay(src);
@@ -336,13 +336,15 @@ static const struct snap_source_ops replay_ops = {
     .stop = replay_stop,
 };
 
-void src_select(struct snap_source *src, struct hostd *h)
+void src_select(struct snap_source *src, struct hostd *h, const struct src_sink *sink, void *ctx)
 {
     const struct hd_config *c = &h->cfg;
     bool replay = c->replay[0] != '\0';
 
     memset(src, 0, sizeof(*src));
     src->h = h;
+    src->sink = sink;
+    src->sink_ctx = ctx;
     src->ops = replay ? &replay_ops : &live_ops;
     src->once = !replay && c->once;
     src->live = !replay && !c->once;
