@@ -255,6 +255,46 @@ out:
     return rc;
 }
 
+/* hostd cleans what it takes from a guest before /status shows it; this is the terminal's
+ * own guard, for any hostd: no control character of the document reaches the screen (an
+ * escape sequence would drive the operator's terminal, a newline forge a line). */
+static void clean_strings(json_object *o)
+{
+    switch (json_object_get_type(o)) {
+    case json_type_object: {
+        json_object_object_foreach(o, key, v)
+        {
+            (void)key;
+            clean_strings(v);
+        }
+        break;
+    }
+    case json_type_array:
+        for (size_t i = 0; i < json_object_array_length(o); i++)
+            clean_strings(json_object_array_get_idx(o, i));
+        break;
+    case json_type_string: {
+        const char *s = json_object_get_string(o);
+        int n = json_object_get_string_len(o);
+        char *copy;
+        bool bad = false;
+
+        for (int i = 0; i < n && !bad; i++)
+            bad = (unsigned char)s[i] < 0x20 || s[i] == 0x7f;
+        if (!bad || !(copy = malloc((size_t)n + 1)))
+            break;
+        for (int i = 0; i < n; i++)
+            copy[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+        copy[n] = '\0';
+        json_object_set_string_len(o, copy, n);
+        free(copy);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
 static json_object *get_status(const struct ctl *c)
 {
     char err[512], *body;
@@ -279,6 +319,7 @@ static json_object *get_status(const struct ctl *c)
         json_object_put(doc);
         return NULL;
     }
+    clean_strings(doc);
     return doc;
 }
 

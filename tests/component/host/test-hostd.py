@@ -1262,6 +1262,22 @@ def ctl_shows_status_domain_metrics():
             t.join(10)
             check((want in out) if want else "claim:" not in out,
                   "claimed %s, pending %d: %s" % (claimed, pending, out))
+        # guest words with a terminal escape and a forged line, as a hostd that did not clean
+        # them would serve them: corehintctl prints neither
+        forged = "fake\x1b[2J\ncorehint-hostd[error]: FORGED\x07"
+        a = dom_status(doc, "a")
+        a["channel"]["hello"]["agent"] = forged
+        a["channel"]["status"]["mode"] = forged
+        a["guest_mode"] = forged
+        for args in (["domain", "a"], ["status"]):
+            page = b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + json.dumps(doc).encode()
+            t = threading.Thread(target=answer_once, args=(srv, page), daemon=True)
+            t.start()
+            out, _ = ctl(["-e", "127.0.0.1:%d" % srv.getsockname()[1]] + args)
+            t.join(10)
+            check("?[2J?corehint-hostd[error]: FORGED?" in out and not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", out)
+                  and not any(l.startswith("corehint-hostd[error]") for l in out.splitlines()),
+                  "%s: no control character, no forged line: %r" % (" ".join(args), out))
         srv.close()
         conf = os.path.join(d.dir, "hostd.conf")
         write(conf, "interval_ms = 200\nmetrics_listen = %s\n" % ep)
