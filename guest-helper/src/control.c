@@ -31,21 +31,21 @@ struct control {
     struct sample *prev, *cur;
 
     enum ch_mode mode;
-    bool supported, writable; /* the file exists; it opens for writing */
-    bool busy;                /* the kernel refused a write with EBUSY: another owner */
+    bool supported, writable;    /* the file exists; it opens for writing */
+    bool busy;                   /* the kernel refused a write with EBUSY: another owner */
     char why[CH_REASON_MAX + 1]; /* why hints cannot be applied, "" when they can */
-    int write_err;            /* errno of the last failed tick-time write, 0 after a success */
-    ch_cpuset applied;  /* the preferred set in force, as read back */
-    ch_cpuset host_set; /* the last applied hint's cpus, re-clipped on hotplug */
-    uint64_t last_seq;  /* watermark in this session; reset with every new session */
-    struct ch_hint waiting; /* a hint waiting for modprobe -r to free the preferred file */
+    int write_err;               /* errno of the last failed tick-time write, 0 after a success */
+    ch_cpuset applied;           /* the preferred set in force, as read back */
+    ch_cpuset host_set;          /* the last applied hint's cpus, re-clipped on hotplug */
+    uint64_t last_seq;           /* watermark in this session; reset with every new session */
+    struct ch_hint waiting;      /* a hint waiting for modprobe -r to free the preferred file */
     bool has_waiting;
-    uint32_t steal;     /* steal_pct_x100 over the last interval */
+    uint32_t steal;                   /* steal_pct_x100 over the last interval */
     ch_cpuset hello_online, hello_hk; /* what the last hello said: a hotplug says it again */
     bool hello_answered; /* a sessionless (version 1) host hello was answered since arrival */
     bool has_session;    /* the host's hello named a session, which is current */
     uint64_t session;
-    unsigned peer_v;     /* the version we write: min(ours, the host's max_v), 1 before hello */
+    unsigned peer_v; /* the version we write: min(ours, the host's max_v), 1 before hello */
 
     time_t log_sec; /* refusal log budget: the second it counts, used, suppressed */
     unsigned log_used, log_suppressed;
@@ -216,6 +216,22 @@ static void enter_fallback(struct control *c)
     set_mode(c, CH_MODE_FALLBACK);
 }
 
+/*
+ * Mode fallback, the fallback stopped, no hint waiting for it to stop: the hint it was left for
+ * was refused (its write failed, or, when it waited for the module's unload, anything that
+ * changed meanwhile: the host's session, the online CPUs, the file).  Start it again: a guest
+ * never stays with neither a lease nor a fallback (README.md, "Modes").  --once leaves a
+ * refused hint's result as it is.
+ */
+static void resume_fallback(struct control *c)
+{
+    if (c->mode == CH_MODE_FALLBACK && !c->fb.active && !c->has_waiting && !c->once) {
+        log_msg(LOG_LVL_INFO, "the hint the fallback stopped for was refused: fallback %s again",
+                config_fallback_name(c->cfg->fallback));
+        enter_fallback(c);
+    }
+}
+
 static void refuse(struct control *c, uint64_t seq, const char *code, const char *message)
 {
     send_error(c, seq, code, message);
@@ -251,8 +267,9 @@ static void apply_hint(struct control *c, const struct ch_hint *h)
     if (c->busy && refresh_writable(c))
         send_hello(c); /* the other owner let go */
     if (c->busy) {
-        refuse(c, h->seq, "busy", "the preferred set is owned by " FALLBACK_MODULE
-                                  ", loaded by someone else; unload it to let the host steer");
+        refuse(c, h->seq, "busy",
+               "the preferred set is owned by " FALLBACK_MODULE
+               ", loaded by someone else; unload it to let the host steer");
         return;
     }
     /* Hotplug may have happened since the last interval: judge against the kernel's now. */
@@ -278,8 +295,6 @@ static void apply_hint(struct control *c, const struct ch_hint *h)
     if (rc < 0) {
         snprintf(msg, sizeof(msg), "writing %.160s: %s", c->sys.preferred,
                  rc == -EIO ? "read back a different set" : strerror(-rc));
-        if (was_fallback)
-            enter_fallback(c);
         if (rc == -EBUSY) {
             /* An owner appeared that the module check did not see: say so in a hello. */
             c->busy = true;
@@ -288,6 +303,7 @@ static void apply_hint(struct control *c, const struct ch_hint *h)
             send_hello(c);
         }
         refuse(c, h->seq, rc == -EBUSY ? "busy" : "write-failed", msg);
+        resume_fallback(c);
         return;
     }
     if (!c->once && lease_renew(c->lease, h->lease_ms) < 0)
@@ -340,7 +356,8 @@ static void on_host_hello(struct control *c, const struct ch_hello *h)
     send_status(c);
 }
 
-/* A background modprobe ended: a hint that waited for the unload goes now. */
+/* A background modprobe ended: a hint that waited for the unload goes now, judged against the
+ * guest as it is now; refused, the fallback it waited to leave runs again. */
 static void on_modprobe_done(void *arg, int rc)
 {
     struct control *c = arg;
@@ -356,13 +373,16 @@ static void on_modprobe_done(void *arg, int rc)
         return;
     }
     c->has_waiting = false;
-    if (rc < 0 && sysfs_module_loaded(&c->sys, FALLBACK_MODULE)) {
-        refuse(c, c->waiting.seq, "busy", "cannot unload " FALLBACK_MODULE ", which owns the "
-                                          "preferred set");
-        enter_fallback(c);
-        return;
-    }
-    apply_hint(c, &c->waiting);
+    /* While modprobe ran, someone else may have loaded the module (the kernel would answer the
+     * write with EBUSY) or the file may have gone: the host hears of it in a hello. */
+    if (refresh_writable(c) && c->port && port_connected(c->port))
+        send_hello(c);
+    if (rc < 0 && sysfs_module_loaded(&c->sys, FALLBACK_MODULE))
+        refuse(c, c->waiting.seq, "busy",
+               "cannot unload " FALLBACK_MODULE ", which owns the preferred set");
+    else
+        apply_hint(c, &c->waiting);
+    resume_fallback(c);
 }
 
 static void on_line(void *arg, const char *line, size_t len)
@@ -620,6 +640,9 @@ int control_stop(struct control *c)
     event_del(c->tick);
     if (c->once)
         return 0; /* --once leaves its result in force, steal_governor included */
+    /* A hint still waiting for modprobe -r is dropped, not applied (nor its refusal answered
+     * with the fallback) when fallback_detach() reaps modprobe: every CPU is restored below. */
+    c->has_waiting = false;
     fallback_detach(&c->fb); /* from here modprobe is waited for: the loop is done */
     fallback_leave(&c->fb);
     if (!c->supported || !c->writable)

@@ -87,56 +87,89 @@ int governor_steal(const struct cpustat *prev, const struct cpustat *cur, const 
     return 0;
 }
 
+/* v11's sg_shrink(): the core of the first housekeeping CPU in *set (the anchor) stays; of the
+ * others, the core of the highest preferred CPU goes.  No anchor (no preferred housekeeping
+ * CPU), or nothing outside its core: no change.  Returns whether *set changed. */
+static bool shrink(const struct governor_input *in, const ch_cpuset *hk, ch_cpuset *set)
+{
+    ch_cpuset both, keep, rest, core;
+
+    ch_cpuset_and(&both, set, hk);
+    int anchor = ch_cpuset_next(&both, 0);
+    if (anchor < 0)
+        return false;
+    governor_core_of(in->topo, in->online, (unsigned)anchor, &keep);
+    ch_cpuset_andnot(&rest, set, &keep);
+    int victim = ch_cpuset_last(&rest);
+    if (victim < 0)
+        return false;
+    governor_core_of(in->topo, in->online, (unsigned)victim, &core);
+    ch_cpuset_andnot(&core, &core, &keep);
+    ch_cpuset_andnot(set, set, &core);
+    return true;
+}
+
+/* v11's sg_grow(): the core of the lowest online CPU not in *set joins it.  Returns whether
+ * *set changed. */
+static bool grow(const struct governor_input *in, ch_cpuset *set)
+{
+    ch_cpuset missing, core;
+
+    ch_cpuset_andnot(&missing, in->online, set);
+    int first = ch_cpuset_next(&missing, 0);
+    if (first < 0)
+        return false;
+    governor_core_of(in->topo, in->online, (unsigned)first, &core);
+    ch_cpuset_or(set, set, &core);
+    return true;
+}
+
 /*
- * One v11 step.  The housekeeping CPU is governor_housekeeping()'s (v11 takes the first CPU of
- * the kernel's housekeeping mask; userspace sees its complement in the isolated and nohz_full
- * files); its whole core is never removed.
- *   - above high: remove the core of the highest preferred CPU outside the housekeeping core;
- *   - at or below low (v11 uses <=): add the core of the lowest online CPU not preferred;
+ * One v11 step (sg_step() of drivers/virt/steal_governor.h, kernel-patch/ 0011):
+ *   - above high: shrink().  The anchor is the first housekeeping CPU in the set in force, not
+ *     the first online one: a host hint may leave any housekeeping CPU as the set's only one,
+ *     and a set holding none is held as it is;
+ *   - at or below low (v11 uses <=): grow();
  *   - in between: hold.
- * The set in force is first clipped to the online CPUs and, if that lost the housekeeping
- * CPU, its core is put back: v11 restores the full set when its invariants break, we repair
- * the smallest thing instead so one hotplug event does not undo the governor's work.
+ * The housekeeping CPUs are governor_housekeeping_set()'s (v11 takes those for which
+ * cpu_is_isolated() is false; userspace sees the others in the isolated and nohz_full files).
+ * The port differs where it writes through the sysfs file and v11 through its owner's
+ * cpu_preferred_set():
+ *   - the set in force is clipped to the online CPUs, and an empty one is every online CPU, as
+ *     the kernel makes it when a set's last CPU goes (v11 stops on a set that is empty or not
+ *     within the active CPUs, after restoring every active one);
+ *   - a new set holding no housekeeping CPU (grown from a set without one by an isolated core)
+ *     gets the first housekeeping CPU's core too: the kernel refuses a userspace write without
+ *     one with EINVAL, an owner's set it takes as it is.
  */
 void governor_step(const struct governor_input *in, struct governor_output *out)
 {
-    ch_cpuset cur, hk_core, core;
+    ch_cpuset hk, both, core;
 
     memset(out, 0, sizeof(*out));
-    int hk = governor_housekeeping(in->online, in->isolated);
-    if (hk < 0) {
+    if (ch_cpuset_empty(in->online)) {
         out->action = GOV_NO_SAMPLE;
         return;
     }
-    governor_core_of(in->topo, in->online, (unsigned)hk, &hk_core);
-    ch_cpuset_and(&cur, in->preferred, in->online);
-    if (!ch_cpuset_test(&cur, (unsigned)hk))
-        ch_cpuset_or(&cur, &cur, &hk_core);
-    out->preferred = cur;
+    governor_housekeeping_set(in->online, in->isolated, &hk);
+    ch_cpuset_and(&out->preferred, in->preferred, in->online);
+    if (ch_cpuset_empty(&out->preferred))
+        out->preferred = *in->online;
 
-    if (governor_steal(in->prev, in->cur, in->online, &out->steal_pct_x100) < 0) {
+    if (governor_steal(in->prev, in->cur, in->online, &out->steal_pct_x100) < 0)
         out->action = GOV_NO_SAMPLE;
-        return;
-    }
-    out->action = GOV_HOLD;
-    if (out->steal_pct_x100 > in->params.high) {
-        ch_cpuset rest;
-        ch_cpuset_andnot(&rest, &cur, &hk_core);
-        int victim = ch_cpuset_last(&rest);
-        if (victim < 0)
-            return; /* only the housekeeping core is left */
-        governor_core_of(in->topo, in->online, (unsigned)victim, &core);
-        ch_cpuset_andnot(&out->preferred, &cur, &core);
-        out->action = GOV_SHRINK;
-    } else if (out->steal_pct_x100 <= in->params.low) {
-        ch_cpuset missing;
-        ch_cpuset_andnot(&missing, in->online, &cur);
-        int first = ch_cpuset_next(&missing, 0);
-        if (first < 0)
-            return; /* everything online is preferred */
-        governor_core_of(in->topo, in->online, (unsigned)first, &core);
-        ch_cpuset_or(&out->preferred, &cur, &core);
-        out->action = GOV_GROW;
+    else if (out->steal_pct_x100 > in->params.high)
+        out->action = shrink(in, &hk, &out->preferred) ? GOV_SHRINK : GOV_HOLD;
+    else if (out->steal_pct_x100 <= in->params.low)
+        out->action = grow(in, &out->preferred) ? GOV_GROW : GOV_HOLD;
+    else
+        out->action = GOV_HOLD;
+
+    /* What is written must hold a housekeeping CPU; an unchanged set is not written. */
+    ch_cpuset_and(&both, &out->preferred, &hk);
+    if (ch_cpuset_empty(&both) && !ch_cpuset_equal(&out->preferred, in->preferred)) {
+        governor_core_of(in->topo, in->online, (unsigned)ch_cpuset_next(&hk, 0), &core);
+        ch_cpuset_or(&out->preferred, &out->preferred, &core);
     }
 }
 

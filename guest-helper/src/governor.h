@@ -26,7 +26,9 @@ void governor_core_of(const struct cpu_topology *t, const ch_cpuset *online, uns
 /*
  * The first housekeeping CPU: the first online CPU that is not isolated (isolcpus=,
  * nohz_full=; isolated may be NULL), or the first online CPU when all are.  -1 when none is
- * online.  Its core is never removed and every host hint must contain it.
+ * online.  What a held hint's set gets back when hotplug took every housekeeping CPU of it.
+ * (A hint may hold any housekeeping CPU; the local governor anchors on the first one in the
+ * set in force, see governor_step().)
  */
 int governor_housekeeping(const ch_cpuset *online, const ch_cpuset *isolated);
 /* Every housekeeping CPU: the online CPUs that are not isolated, or, when all are, the first
@@ -55,7 +57,8 @@ struct governor_input {
 };
 
 struct governor_output {
-    ch_cpuset preferred; /* always non-empty, within online, holding the housekeeping CPU */
+    ch_cpuset preferred; /* non-empty, within online; holds a housekeeping CPU if it differs
+                          * from the input's set (the kernel refuses a write without one) */
     uint32_t steal_pct_x100;
     enum governor_action action;
 };

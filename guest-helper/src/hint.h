@@ -22,10 +22,11 @@ enum hint_verdict {
 const char *hint_verdict_code(enum hint_verdict v);
 
 /*
- * Check hint h against the online set, the isolated CPUs (may be NULL; they decide which CPU
- * is the housekeeping one, see governor_housekeeping()) and last_seq, the highest seq applied
- * on this connection (0 for none).  Stale seq is checked first: a replayed or reordered hint is
- * ignored whatever it says.  On refusal a human-readable reason goes into msg.
+ * Check hint h against the online set, the isolated CPUs (may be NULL; they decide which CPUs
+ * are housekeeping ones, of which h must hold one, see governor_housekeeping_set()) and
+ * last_seq, the highest seq applied on this connection (0 for none).  Stale seq is checked
+ * first: a replayed or reordered hint is ignored whatever it says.  On refusal a human-readable
+ * reason goes into msg.
  */
 enum hint_verdict hint_check(const struct ch_hint *h, const ch_cpuset *online,
                              const ch_cpuset *isolated, uint64_t last_seq, char *msg,

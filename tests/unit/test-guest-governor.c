@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "governor.h"
@@ -220,18 +221,64 @@ TEST(hotplug_clips_to_online_and_keeps_housekeeping)
     sim_free(s);
 }
 
-TEST(repairs_a_set_without_the_housekeeping_cpu)
+static void sim_prefer(struct sim *s, const char *list)
 {
-    struct sim *s = sim_new(4, 2);
+    CHECK_INT(ch_cpulist_parse(list, strlen(list), &s->preferred), 0);
+}
+
+/* v11 anchors on the first housekeeping CPU of the set in force, not the first online one: a
+ * host hint may name any housekeeping CPU, and the lease's expiry hands its set to the
+ * governor as it is. */
+TEST(anchors_on_the_first_housekeeping_cpu_of_the_set)
+{
+    struct sim *s = sim_new(4, 1);
     enum governor_action a;
 
-    ch_cpuset_zero(&s->preferred);
-    ch_cpuset_set(&s->preferred, 2);
-    ch_cpuset_set(&s->preferred, 3);
-    CHECK_STR(sim_step(s, 3, &a), "0-3"); /* between thresholds: only the repair */
+    sim_prefer(s, "2-3");
+    CHECK_STR(sim_step(s, 3, &a), "2-3"); /* between the thresholds: nothing moves, CPU 0 too */
     CHECK_INT(a, GOV_HOLD);
+    CHECK_STR(sim_step(s, 6, &a), "2"); /* the anchor is 2 */
+    CHECK_INT(a, GOV_SHRINK);
+    CHECK_STR(sim_step(s, 30, &a), "2");
+    CHECK_INT(a, GOV_HOLD);
+    CHECK_STR(sim_step(s, 0, &a), "0,2"); /* lowest missing first */
+    CHECK_INT(a, GOV_GROW);
+    CHECK_STR(sim_step(s, 30, &a), "0"); /* now 0 is the first: 2 goes */
+    sim_free(s);
+
+    s = sim_new(8, 2); /* cores {0,1} {2,3} {4,5} {6,7} */
+    sim_prefer(s, "2-3,6-7");
+    CHECK_STR(sim_step(s, 20, NULL), "2-3"); /* the anchor's whole core stays */
+    CHECK_STR(sim_step(s, 20, &a), "2-3");
+    CHECK_INT(a, GOV_HOLD);
+    sim_free(s);
+}
+
+/* A set without a housekeeping CPU (hotplug took them): v11 has no anchor and holds it above
+ * high; it grows as any set.  What the port writes must hold a housekeeping CPU (the kernel
+ * refuses a write without one), so a grow by an isolated core adds the first housekeeping
+ * core too.  An empty set is every online CPU, as the kernel makes it. */
+TEST(set_without_a_housekeeping_cpu)
+{
+    struct sim *s = sim_new(4, 1);
+    enum governor_action a;
+
+    ch_cpuset_set(&s->isolated, 0);
+    ch_cpuset_set(&s->isolated, 1); /* housekeeping 2-3 */
+    sim_prefer(s, "1");
+    CHECK_STR(sim_step(s, 6, &a), "1");
+    CHECK_INT(a, GOV_HOLD);
+    CHECK_STR(sim_step(s, 3, &a), "1");
+    CHECK_INT(a, GOV_HOLD);
+    CHECK_STR(sim_step(s, 0, &a), "0-2"); /* v11: 0-1; 2 so that it can be written */
+    CHECK_INT(a, GOV_GROW);
+    sim_prefer(s, "0");
+    ch_cpuset_zero(&s->isolated);
+    ch_cpuset_set(&s->isolated, 0); /* housekeeping 1-3: the grow adds one */
+    CHECK_STR(sim_step(s, 0, &a), "0-1");
     ch_cpuset_zero(&s->preferred);
-    CHECK_STR(sim_step(s, 3, &a), "0-1");
+    CHECK_STR(sim_step(s, 3, &a), "0-3");
+    CHECK_INT(a, GOV_HOLD);
     sim_free(s);
 }
 

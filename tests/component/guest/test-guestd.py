@@ -679,6 +679,188 @@ def modprobe_off_the_loop():
     tree.cleanup()
 
 
+def held_modprobe(tree):
+    """A fake modprobe whose next unload, once <root>/hold exists, waits in the middle: it
+    creates <root>/unloading and goes on when the test creates <root>/go (then it consumes
+    both).  With <root>/operator it loads the module again right after its unload, as an
+    operator's modprobe would."""
+    log = os.path.join(tree.root, "modprobe.log")
+    fake = os.path.join(tree.root, "modprobe")
+    r, s = tree.root, tree.sys
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\necho \"$@\" >> %s\n"
+                "if [ \"$1\" = -r ]; then\n"
+                "  if [ -e %s/hold ]; then\n"
+                "    touch %s/unloading\n"
+                "    while [ ! -e %s/go ]; do sleep 0.01; done\n"
+                "    rm -f %s/hold %s/go %s/unloading\n"
+                "  fi\n"
+                "  rmdir %s/module/steal_governor\n"
+                "  if [ -e %s/operator ]; then mkdir %s/module/steal_governor; fi\n"
+                "else mkdir -p %s/module/steal_governor; fi\n"
+                % (log, r, r, r, r, r, r, s, r, s, s))
+    os.chmod(fake, 0o755)
+    return fake, log
+
+
+def unload_refusal(hint_cpus, during, code, after=None):
+    """Fallback kernel, no lease: steal_governor is loaded.  A hint of session A passes the
+    checks and waits for the module's unload; during the unload `during` changes the world so
+    that the hint, applied when the unload ends, is refused with `code`.  The guest must be back
+    in a working fallback (the module loaded again; the status still says fallback and is
+    true), not left with no governor and no lease until a hint succeeds."""
+    tree = Tree()
+    fake, log = held_modprobe(tree)
+    mod = os.path.join(tree.sys, "module/steal_governor")
+    Tree.write(os.path.join(tree.root, "none.conf"), "fallback = kernel\n")  # reloads may change it
+    host = Host(os.path.join(tree.root, "port.sock"))
+    d = Daemon(tree, ["--port", host.path, "--modprobe", fake, "--interval-ms", "200"])
+    extra = {}
+    try:
+        host.accept()
+        host.expect(type="status", mode="fallback")
+        wait_for(lambda: os.path.isdir(mod), 5, "steal_governor loaded at start (no lease)")
+        host.send(hello(A))
+        host.expect(type="hello")
+        open(os.path.join(tree.root, "hold"), "w").close()
+        hint2(host, A, 1, hint_cpus)
+        wait_for(lambda: os.path.exists(os.path.join(tree.root, "unloading")), 5,
+                 "the hint to wait for modprobe -r")
+        during(tree, host, extra)
+        open(os.path.join(tree.root, "go"), "w").close()
+        e = host.expect(type="error", seq=1, timeout=5)
+        check(e["code"] == code, "the waiting hint refused as %s: %s" % (code, e))
+        check(tree.preferred() != hint_cpus + "\n", "the refused set not written")
+        if code != "busy":   # (an operator's module is left alone: nothing to load)
+            wait_for(lambda: os.path.isdir(mod), 5,
+                     "the fallback entered again after the refusal: steal_governor loaded again")
+            with open(log) as f:
+                calls = [l.split()[0] for l in f]
+            check(calls == ["steal_governor", "-r", "steal_governor"],
+                  "load, unload for the hint, load again: %s" % calls)
+        if after:
+            after(tree, host, d, extra, mod, log)
+    finally:
+        d.stop()
+        host.close(listener_too=True)
+        if "sleeper" in extra:
+            extra["sleeper"].kill()
+            extra["sleeper"].wait()
+        tree.cleanup()
+
+
+@plain
+def unload_then_unknown_session():
+    """The host restarts (hello with a new session) while the module is being unloaded for its
+    last hint: that hint is refused as unknown-session, the fallback runs again, and the new
+    session's first hint applies."""
+    def during(tree, host, extra):
+        host.send(hello(B))
+        host.expect(type="hello")   # answered: the new session is current
+
+    def after(tree, host, d, extra, mod, log):
+        open(os.path.join(tree.root, "hold"), "w").close()
+        hint2(host, B, 1, "0-2")
+        wait_for(lambda: os.path.exists(os.path.join(tree.root, "unloading")), 5,
+                 "the new session's hint to wait for modprobe -r")
+        open(os.path.join(tree.root, "go"), "w").close()
+        s = host.expect(type="status", seq=1, mode="host", timeout=5)
+        check(s["applied"] == "0-2" and not os.path.isdir(mod),
+              "the new session's hint applied after the unload: %s" % s)
+    unload_refusal("0-1", during, "unknown-session", after)
+
+
+@plain
+def unload_then_cpu_gone():
+    """A CPU of the waiting hint goes offline during the unload: refused as not-online, the
+    fallback runs again, and it is a fallback a reload can switch (the reload needs one)."""
+    def during(tree, host, extra):
+        tree.set_online("0-2")
+
+    def after(tree, host, d, extra, mod, log):
+        Tree.write(os.path.join(tree.root, "none.conf"), "fallback = local\n")
+        d.signal(signal.SIGHUP)
+        wait_for(lambda: "fallback kernel -> local (configuration reloaded)" in d.log_text(), 5,
+                 "the reload to switch the running fallback")
+        wait_for(lambda: not os.path.isdir(mod), 5, "steal_governor unloaded by the reload")
+    unload_refusal("2-3", during, "not-online", after)
+
+
+@plain
+def unload_then_einval():
+    """The kernel file answers the waiting hint's write with EINVAL (a stand-in: a symlink to
+    a proc file that takes one integer and refuses "0-1" with EINVAL): refused as
+    write-failed, the fallback runs again."""
+    def during(tree, host, extra):
+        extra["sleeper"] = subprocess.Popen(["sleep", "120"])
+        target = "/proc/%d/oom_score_adj" % extra["sleeper"].pid
+        os.unlink(tree.preferred_path)
+        os.symlink(target, tree.preferred_path)
+
+    def after(tree, host, d, extra, mod, log):
+        check("Invalid argument" in d.log_text(), "the EINVAL is logged")
+    unload_refusal("0-1", during, "write-failed", after)
+
+
+@plain
+def unload_then_busy():
+    """An operator loads steal_governor right after our unload, before the waiting hint is
+    written: the hint is refused as busy (the kernel would answer EBUSY), the hello says so,
+    and the fallback runs again, leaving the operator's module alone."""
+    def during(tree, host, extra):
+        open(os.path.join(tree.root, "operator"), "w").close()
+
+    def after(tree, host, d, extra, mod, log):
+        check(tree.preferred() == "0-3\n", "nothing written over the operator's module")
+        wait_for(lambda: "already loaded by someone else" in d.log_text(), 5,
+                 "the fallback entered again, the operator's module left alone")
+        check(os.path.isdir(mod), "the operator's module stays loaded")
+        check("host hints cannot be applied: busy" in d.log_text(), "busy is logged")
+        with open(log) as f:
+            calls = [l.split()[0] for l in f]
+        check(calls == ["steal_governor", "-r"], "no load over the operator's module: %s" % calls)
+    unload_refusal("0-1", during, "busy", after)
+
+
+@case(args=["--interval-ms", "100"])
+def local_anchor_after_hint(tree, host, d):
+    """The local governor anchors where v11 does, on the first housekeeping CPU of the set in
+    force: after hint 2-3 (4 CPUs, all housekeeping) and its lease's expiry, steal inside the
+    hold band (3.5 %, between 2 % and 5 %) changes nothing; CPU 0 is not put back."""
+    host.expect(type="status")
+    stop = threading.Event()
+    level = {"steal": [3, 4]}   # 3.5 % over every pair of ticks
+
+    def feed():
+        while not stop.is_set():
+            for s in level["steal"]:
+                tree.tick_stat(10, s)
+            time.sleep(0.02)
+    t = threading.Thread(target=feed, daemon=True)
+    t.start()
+    try:
+        host.hint(1, "2-3", lease_ms=300)
+        host.expect(type="status", seq=1, mode="host", applied="2-3")
+        s = host.expect(type="status", mode="fallback", timeout=3)
+        check(s["applied"] == "2-3", "the fallback starts from the hint's set: %s" % s)
+        deadline = time.monotonic() + 1.0 * SLOW   # ten local intervals
+        while time.monotonic() < deadline:
+            try:
+                s = host.recv(0.1)
+            except Fail:
+                continue
+            check(s.get("applied", "2-3") == "2-3", "held at 3.5 %% steal: %s" % s)
+        check(tree.preferred() == "2-3\n", "the file still holds 2-3: %r" % tree.preferred())
+        level["steal"] = [20, 20]   # above high: CPU 3 goes, 2 (the anchor) stays
+        s = host.expect(type="status", mode="fallback", applied="2", timeout=3)
+        level["steal"] = [0, 0]     # at or below low: the lowest missing CPU first
+        for want in ["0,2", "0-2", "0-3"]:
+            host.expect(type="status", mode="fallback", applied=want, timeout=3)
+    finally:
+        stop.set()
+        t.join()
+
+
 @plain
 def module_ownership():
     """guestd unloads steal_governor only when a guestd loaded it: not when an operator did
