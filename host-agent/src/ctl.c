@@ -23,6 +23,7 @@
 #include <json-c/json.h>
 
 #include "config.h"
+#include "corehint/log.h"
 
 #define BODY_MAX ((size_t)64 << 20)
 
@@ -256,8 +257,9 @@ out:
 }
 
 /* hostd cleans what it takes from a guest before /status shows it; this is the terminal's
- * own guard, for any hostd: no control character of the document reaches the screen (an
- * escape sequence would drive the operator's terminal, a newline forge a line). */
+ * own guard: no control character of the document reaches the screen in the tables (an
+ * escape sequence would drive the operator's terminal, a newline forge a line).  --json
+ * prints the document as hostd wrote it, JSON-escaped. */
 static void clean_strings(json_object *o)
 {
     switch (json_object_get_type(o)) {
@@ -274,19 +276,15 @@ static void clean_strings(json_object *o)
             clean_strings(json_object_array_get_idx(o, i));
         break;
     case json_type_string: {
-        const char *s = json_object_get_string(o);
         int n = json_object_get_string_len(o);
-        char *copy;
-        bool bad = false;
+        char *copy = malloc((size_t)n + 1);
 
-        for (int i = 0; i < n && !bad; i++)
-            bad = (unsigned char)s[i] < 0x20 || s[i] == 0x7f;
-        if (!bad || !(copy = malloc((size_t)n + 1)))
+        if (!copy)
             break;
-        for (int i = 0; i < n; i++)
-            copy[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
-        copy[n] = '\0';
-        json_object_set_string_len(o, copy, n);
+        memcpy(copy, json_object_get_string(o), (size_t)n + 1);
+        log_clean(copy, (size_t)n);
+        if (memcmp(copy, json_object_get_string(o), (size_t)n) != 0)
+            json_object_set_string_len(o, copy, n);
         free(copy);
         break;
     }
@@ -319,7 +317,8 @@ static json_object *get_status(const struct ctl *c)
         json_object_put(doc);
         return NULL;
     }
-    clean_strings(doc);
+    if (!c->json)
+        clean_strings(doc);
     return doc;
 }
 

@@ -53,6 +53,7 @@ static int get_period_quota(virDomainPtr dom, unsigned long long *period, long l
 static int libvirt_rc(void)
 {
     switch (virGetLastErrorCode()) {
+    case VIR_ERR_OPERATION_INVALID: /* qemu: "cgroup CPU controller is not mounted" */
     case VIR_ERR_CONFIG_UNSUPPORTED:
     case VIR_ERR_NO_SUPPORT:
     case VIR_ERR_OPERATION_UNSUPPORTED:
@@ -128,6 +129,7 @@ int enf_set_quota(virConnectPtr vc, const char *uuid, double cpus, char *err, si
             /* Every cap is recorded before it is set: without a record the quota is not ours
              * (released already, or the domain restarted), and it stays as it is. */
             log_msg(LOG_LVL_DEBUG, "domain %s: no cap record; quota left alone", uuid);
+            rc = 1;
         } else if ((rc = put_period_quota(dom, rec.saved_period, rec.saved_quota)) < 0) {
             /* Release: the administrator's own period and quota back, then the record goes. */
             snprintf(err, errlen, "cannot restore the CPU quota: %s", conn_error());
@@ -167,7 +169,8 @@ out:
     return rc;
 }
 
-/* The outcome of a change: logged and counted only now, when it is in force (or is not). */
+/* The outcome of a change: logged and counted only now, when it is in force (or is not).  rc
+ * 1: a release found no cap of ours to undo (its cap never took, or went with the domain). */
 static void finish(struct enforcer *f, struct vm_entry *v, double cpus, int rc, const char *why,
                    const char *err)
 {
@@ -175,18 +178,22 @@ static void finish(struct enforcer *f, struct vm_entry *v, double cpus, int rc, 
     struct enf_state *e = &v->enf;
 
     e->pending = false;
-    if (rc == 0) {
+    if (rc >= 0) {
         if (cpus >= 0) {
             log_msg(LOG_LVL_WARN, "%s%s: non-compliant under contention: capped to %.2f CPUs", sim,
                     v->name, cpus);
             e->capped = true;
             e->cap_cpus = cpus;
             f->caps++;
-        } else {
+        } else if (rc == 0) {
             log_msg(LOG_LVL_INFO, "%s%s: cap released (%s)", sim, v->name, why);
             e->capped = false;
             e->cap_cpus = 0;
             f->releases++;
+        } else {
+            log_msg(LOG_LVL_DEBUG, "%s: no cap of ours to release (%s)", v->name, why);
+            e->capped = false;
+            e->cap_cpus = 0;
         }
         e->backoff = 0;
         e->error[0] = '\0';
@@ -194,21 +201,34 @@ static void finish(struct enforcer *f, struct vm_entry *v, double cpus, int rc, 
     }
     f->failures++;
     snprintf(e->error, sizeof(e->error), "%s", err && *err ? err : strerror(-rc));
-    for (char *c = e->error; *c; c++) /* libvirt's message may quote a guest's words */
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
-    if (rc == -EOPNOTSUPP) {
+    log_clean(e->error, strlen(e->error)); /* libvirt's message may quote a guest's words */
+    if (rc == -ECANCELED) {
+        /* hostd stops: a cap record stays in the domain's metadata for the next hostd */
+        if (cpus >= 0)
+            log_msg(LOG_LVL_WARN, "%s: cap not made: %s", v->name, e->error);
+        else
+            log_msg(LOG_LVL_WARN,
+                    "%s: cap release not made: %s; the next corehint-hostd releases it", v->name,
+                    e->error);
+        return;
+    }
+    if (rc == -EOPNOTSUPP && cpus >= 0) {
+        /* only caps stop: a release is always tried again, or a cap could outlive its reason */
         e->gave_up = true;
         log_msg(LOG_LVL_ERR,
-                "%s: %s failed for good: %s; not tried again until the domain restarts", v->name,
-                cpus < 0 ? "cap release" : "cap", e->error);
+                "%s: cap failed for good: %s; not tried again until the domain is seen anew",
+                v->name, e->error);
         return;
     }
     e->backoff =
         e->backoff ? (e->backoff * 2 > ENF_BACKOFF_MAX ? ENF_BACKOFF_MAX : e->backoff * 2) : 1;
     e->retry_at = f->decisions + e->backoff;
-    log_msg(LOG_LVL_WARN, "%s: %s failed: %s; next try %u decision(s) later", v->name,
-            cpus < 0 ? "cap release" : "cap", e->error, e->backoff);
+    if (cpus >= 0)
+        log_msg(LOG_LVL_WARN, "%s: cap failed: %s; next try %u decision(s) later", v->name,
+                e->error, e->backoff);
+    else
+        log_msg(LOG_LVL_WARN, "%s: cap release failed: %s; next try %u decision(s) later", v->name,
+                e->error, e->backoff);
 }
 
 /* Ask for a cap (cpus >= 0) or its release (cpus < 0, why says why). */
@@ -253,7 +273,7 @@ static void adopt(struct enforcer *f, struct vm_entry *v, double cpus, bool capp
     v->enf.cap_cpus = cpus;
 }
 
-void enf_done(struct enforcer *f, const char *uuid, double cpus, int rc, const char *why)
+void enf_done(struct enforcer *f, const char *uuid, double cpus, int rc, const char *err)
 {
     struct vm_entry *v = reg_find(f->reg, uuid);
 
@@ -265,7 +285,7 @@ void enf_done(struct enforcer *f, const char *uuid, double cpus, int rc, const c
                 cpus, rc);
         return;
     }
-    finish(f, v, cpus, rc, cpus < 0 && v->enf.pending_why ? v->enf.pending_why : "", why);
+    finish(f, v, cpus, rc, cpus < 0 && v->enf.pending_why ? v->enf.pending_why : "", err);
 }
 
 void enf_apply(struct enforcer *f, const struct engine *e)
@@ -282,12 +302,21 @@ void enf_apply(struct enforcer *f, const struct engine *e)
         if (!v->enf.known && v->dom->cap_recorded > 0)
             adopt(f, v, v->dom->cap_recorded, capping);
         v->enf.known = true;
-        /* one change at a time, none while backing off or after a permanent failure */
-        if (v->enf.pending || v->enf.gave_up || f->decisions < v->enf.retry_at)
+        /* one change at a time, none while backing off */
+        if (v->enf.pending || f->decisions < v->enf.retry_at)
             continue;
         double want = d->entitlement > CAP_MIN_CPUS ? d->entitlement : CAP_MIN_CPUS;
         bool should = capping && d->non_compliant && d->contended && !d->opt_out;
 
+        if (!should && !v->enf.capped) {
+            /* nothing wanted: an old failure is history (one for good stays shown) */
+            v->enf.backoff = 0;
+            if (!v->enf.gave_up)
+                v->enf.error[0] = '\0';
+            continue;
+        }
+        if (should && v->enf.gave_up)
+            continue; /* a cap the host cannot set; a release still goes */
         if (should &&
             (!v->enf.capped || fabs(want - v->enf.cap_cpus) > CAP_SLACK * v->enf.cap_cpus))
             request(f, v, want, NULL);

@@ -8,8 +8,9 @@
  * function and hears how it went through enf_done(); a cap or release is logged and counted
  * then, when it is in force, not when it is asked for.  While a change is pending nothing
  * else is asked for that VM; a failed one is asked again after a backoff counted in
- * decisions, and one libvirt can never make (no CPU controller, an unsupported parameter) is
- * not asked again until the domain is seen anew.  Without a quota function (replay) a change
+ * decisions, and a cap libvirt can never make (no CPU controller, an unsupported parameter) is
+ * not asked for again until the domain is seen anew (it leaves and comes back, or hostd
+ * restarts); releases are always tried again.  Without a quota function (replay) a change
  * takes at once and is only logged and counted, which is what replay tests check.
  */
 #ifndef HOSTD_ENFORCE_H
@@ -46,17 +47,20 @@ void enf_init(struct enforcer *f, const struct hd_config *cfg, struct registry *
               enf_quota_fn quota, void *ctx);
 /* Follow the latest decision. */
 void enf_apply(struct enforcer *f, const struct engine *e);
-/* The outcome of a quota change handed to the quota function (rc 0 or -errno, why the
- * reason of a failure): logged and counted now.  A failure leaves the cap state as it was and
- * backs off; -EOPNOTSUPP (permanent) stops asking for this VM. */
-void enf_done(struct enforcer *f, const char *uuid, double cpus, int rc, const char *why);
-/* Add "enforce":{"capped","cap_cpus"} to each domain of a report (report.h). */
+/* The outcome of a quota change handed to the quota function (rc as enf_set_quota() returns
+ * it, err the reason of a failure): logged and counted now.  A failure leaves the cap state as
+ * it was and backs off; a cap failing with -EOPNOTSUPP is not asked for again while the VM's
+ * record lasts (releases always are). */
+void enf_done(struct enforcer *f, const char *uuid, double cpus, int rc, const char *err);
+/* Add "enforce":{"mode","capped","cap_cpus","pending"} and, after a failure, "error" and
+ * "gave_up" to each domain of a report (report.h). */
 void enf_annotate(const struct enforcer *f, json_object *report);
 /* Release every cap (shutdown). */
 void enf_finalise(struct enforcer *f);
-/* The libvirt side of a quota function (the worker runs it).  0, or with err set -EIO
- * (transient: libvirtd busy or gone, a job running) or -EOPNOTSUPP (libvirt cannot set this
- * quota at all: no CPU controller, an unsupported or invalid parameter). */
+/* The libvirt side of a quota function (the worker runs it).  0; 1 for a release that found
+ * no cap record (nothing of ours to undo); or with err set -EIO (transient: libvirtd busy or
+ * gone, a job running) or -EOPNOTSUPP (libvirt cannot set this quota: no CPU controller, an
+ * unsupported or invalid parameter, the domain not running). */
 int enf_set_quota(virConnectPtr vc, const char *uuid, double cpus, char *err, size_t errlen);
 
 #endif

@@ -15,6 +15,7 @@
 #include <libvirt/libvirt-qemu.h>
 
 #include "conn.h"
+#include "corehint/log.h"
 
 struct qga_link {
     virDomainPtr dom; /* libvirt transport */
@@ -71,7 +72,7 @@ int qga_framer_line(struct qga_framer *f, char **line, char *err, size_t errlen)
         return 0;
     }
     if (f->len == sizeof(f->buf)) {
-        snprintf(err, errlen, "agent reply longer than %u bytes", QGA_REPLY_MAX);
+        snprintf(err, errlen, "agent reply longer than %u bytes", QGA_REPLY_MAX - 1);
         return -EPROTO;
     }
     return -EAGAIN;
@@ -80,9 +81,7 @@ int qga_framer_line(struct qga_framer *f, char **line, char *err, size_t errlen)
 /* The guest wrote it: no control character of it may reach a log line (and forge one). */
 static void clean_ctl(char *s)
 {
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
-            *s = '?';
+    log_clean(s, strlen(s));
 }
 
 /* One reply line from the socket (a qga_line_fn). */
@@ -99,6 +98,10 @@ static int sock_line(void *ctx, char **line, char *err, size_t errlen)
         if (rc != -EAGAIN)
             return rc;
         n = recv(l->fd, chunk, room < sizeof(chunk) ? room : sizeof(chunk), 0);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) { /* SO_RCVTIMEO */
+            snprintf(err, errlen, "agent: no reply in %d s", QGA_TIMEOUT_S);
+            return -ETIMEDOUT;
+        }
         if (n <= 0) {
             snprintf(err, errlen, "agent: %s", n == 0 ? "closed" : strerror(errno));
             return n == 0 ? -EPIPE : -errno;

@@ -65,8 +65,8 @@ struct enf_state {
     double pending_cpus;     /* what was asked: CPUs, or < 0 for a release */
     const char *pending_why; /* a release's reason (a string literal) */
     /* After a failure the change is asked again only backoff decisions later (1, 2, 4, ...
-     * up to ENF_BACKOFF_MAX; a success resets it); a permanent failure (libvirt cannot set
-     * this quota at all) is not retried until the domain is seen anew. */
+     * up to ENF_BACKOFF_MAX; a success resets it); a cap libvirt cannot set at all is not
+     * asked for again while this record lasts (gave_up); a release always is. */
     unsigned backoff;
     uint64_t retry_at; /* the enforcer's decision count from which it may ask again */
     bool gave_up;

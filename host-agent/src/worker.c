@@ -61,8 +61,8 @@ struct worker {
     wk_result_fn fn;
     void *ctx;
     char uri[256];
-    struct conn *conn;        /* worker thread only */
-    struct collector *col;    /* worker thread only */
+    struct conn *conn;     /* worker thread only */
+    struct collector *col; /* worker thread only */
     pthread_t thread, evthread;
     bool thread_started, evthread_started;
     int pipe[2];
@@ -487,6 +487,44 @@ static bool join_by(pthread_t t, uint64_t deadline)
     return done;
 }
 
+/*
+ * At stop, with the event loop no longer reading results: the quota jobs' results go to the
+ * result function (a cap or release is logged and counted when it is made, here too), and the
+ * quota jobs that never ran are told as cancelled; everything else is dropped.
+ */
+static void tell_quota(struct worker *w)
+{
+    for (;;) {
+        struct wk_node *n;
+        struct wk_result r;
+        bool left = false;
+
+        pthread_mutex_lock(&w->mu);
+        if ((n = w->res_head)) {
+            w->res_head = n->next;
+            if (!w->res_head)
+                w->res_tail = &w->res_head;
+        } else {
+            while (w->queue.len > 0 && !left) {
+                r = (struct wk_result){.job = ring_pop(&w->queue), .rc = -ECANCELED};
+                left = r.job.kind == WK_QUOTA;
+            }
+        }
+        pthread_mutex_unlock(&w->mu);
+        if (n) {
+            if (n->r.job.kind == WK_QUOTA)
+                w->fn(w->ctx, &n->r);
+            snap_free(n->r.snap);
+            free(n);
+        } else if (left) {
+            snprintf(r.err, sizeof(r.err), "corehint-hostd stopped before libvirt made it");
+            w->fn(w->ctx, &r);
+        } else {
+            return;
+        }
+    }
+}
+
 void wk_stop(struct worker *w, unsigned drain_ms)
 {
     if (!w)
@@ -502,8 +540,10 @@ void wk_stop(struct worker *w, unsigned drain_ms)
         /* Wait for the drain, but never for a thread stuck in a hung libvirtd. */
         if (!join_by(w->thread, deadline + 1000)) {
             log_msg(LOG_LVL_WARN, "the libvirt worker is stuck in a call; leaving it behind");
+            tell_quota(w);
             return; /* its memory stays: the thread still uses it */
         }
+        tell_quota(w); /* before waiting for the qemu-ga lane, which may be stuck */
     }
     if (w->athread_started) {
         /* qemu-ga commands are not drained: a decision nobody will keep is not worth one.  A
@@ -516,6 +556,7 @@ void wk_stop(struct worker *w, unsigned drain_ms)
         pthread_mutex_unlock(&w->mu);
         if (!join_by(w->athread, deadline)) {
             log_msg(LOG_LVL_WARN, "the qemu-ga thread is stuck in a call; leaving it behind");
+            tell_quota(w);
             return; /* its memory stays: the thread still uses it */
         }
         w->athread_started = false;
@@ -527,17 +568,7 @@ void wk_stop(struct worker *w, unsigned drain_ms)
     }
     if (w->evtimer >= 0)
         virEventRemoveTimeout(w->evtimer);
-    /* The results the loop has not read: quota changes are told (the cap releases queued at
-     * shutdown are logged and counted when they are done, as every other); the rest is
-     * dropped. */
-    while (w->res_head) {
-        struct wk_node *n = w->res_head;
-        w->res_head = n->next;
-        if (n->r.job.kind == WK_QUOTA)
-            w->fn(w->ctx, &n->r);
-        snap_free(n->r.snap);
-        free(n);
-    }
+    tell_quota(w); /* what the loop has not read */
     if (w->wake)
         event_free(w->wake);
     if (w->pipe[0] >= 0)

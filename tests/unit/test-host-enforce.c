@@ -271,3 +271,64 @@ TEST(release_at_shutdown_follows_a_pending_cap)
     CHECK(!VM(&r)->enf.capped);
     rig_fini(&r);
 }
+
+TEST(release_goes_after_a_cap_failed_for_good)
+{
+    struct rig r;
+
+    CHECK_INT(rig_init(&r), 0);
+    CHECK_INT(until_first_cap(&r), 0);
+    enf_done(&r.enf, REBEL, r.q.last_cpus, 0, "");
+    CHECK(VM(&r)->enf.capped);
+    /* the entitlement moved far from the cap: a new cap is asked for, and the host refuses it
+     * for good */
+    VM(&r)->enf.cap_cpus = 5.0;
+    feed_more(&r);
+    CHECK_INT((int)r.q.asked, 2);
+    enf_done(&r.enf, REBEL, r.q.last_cpus, -EOPNOTSUPP, "cgroup CPU controller is not mounted");
+    CHECK(VM(&r)->enf.gave_up && VM(&r)->enf.capped);
+    feed_more(&r);
+    CHECK_INT((int)r.q.asked, 2); /* no new cap */
+    /* enforcement switched off: the cap in force is still released */
+    snprintf(r.cfg.enforce, sizeof(r.cfg.enforce), "report");
+    feed_more(&r);
+    CHECK_INT((int)r.q.asked, 3);
+    CHECK(r.q.last_cpus < 0);
+    enf_done(&r.enf, REBEL, -1, 0, "");
+    CHECK(!VM(&r)->enf.capped);
+    CHECK_INT((int)r.enf.releases, 1);
+    rig_fini(&r);
+}
+
+TEST(release_of_a_cap_that_never_took_is_not_counted)
+{
+    struct rig r;
+
+    CHECK_INT(rig_init(&r), 0);
+    CHECK_INT(until_first_cap(&r), 0);
+    enf_finalise(&r.enf); /* the release queued behind the pending cap */
+    enf_done(&r.enf, REBEL, r.q.last_cpus < 0 ? 0.9 : r.q.last_cpus, -EIO, "busy");
+    enf_done(&r.enf, REBEL, -1, 1, ""); /* no record: nothing of ours to undo */
+    CHECK_INT((int)r.enf.caps, 0);
+    CHECK_INT((int)r.enf.releases, 0);
+    CHECK_INT((int)r.enf.failures, 1);
+    CHECK(!VM(&r)->enf.capped);
+    rig_fini(&r);
+}
+
+TEST(cancelled_at_shutdown_is_a_failure)
+{
+    struct rig r;
+
+    CHECK_INT(rig_init(&r), 0);
+    CHECK_INT(until_first_cap(&r), 0);
+    enf_done(&r.enf, REBEL, r.q.last_cpus, 0, "");
+    enf_finalise(&r.enf);
+    CHECK(r.q.last_cpus < 0);
+    enf_done(&r.enf, REBEL, -1, -ECANCELED, "corehint-hostd stopped before libvirt made it");
+    CHECK(VM(&r)->enf.capped); /* still in force: its record stays for the next hostd */
+    CHECK_INT((int)r.enf.releases, 0);
+    CHECK_INT((int)r.enf.failures, 1);
+    CHECK_STR(VM(&r)->enf.error, "corehint-hostd stopped before libvirt made it");
+    rig_fini(&r);
+}

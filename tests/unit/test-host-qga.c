@@ -176,7 +176,7 @@ TEST(framer_64k_cap)
     CHECK_INT(qga_framer_feed(f, in, big), QGA_REPLY_MAX);
     CHECK_INT(qga_framer_line(f, &line, err, sizeof(err)), -EPROTO);
     CHECK(line == NULL);
-    CHECK_STR(err, "agent reply longer than 65536 bytes");
+    CHECK_STR(err, "agent reply longer than 65535 bytes");
     free(in);
     free(f);
 }
@@ -268,6 +268,11 @@ TEST(reply_error_desc_control_chars_cleaned)
                               &ret, err, sizeof(err)),
               -EREMOTEIO);
     CHECK_STR(err, "agent: ???[2J?? d\xc3\xa9j\xc3\xa0");
+    /* C1 controls (CSI, U+009B, in UTF-8) are control characters too; U+00A0 is not */
+    CHECK_INT(qga_reply_parse("{\"error\": {\"desc\": \"a\\u009b2Jb\\u0085c\\u00a0\"}}", &ret, err,
+                              sizeof(err)),
+              -EREMOTEIO);
+    CHECK_STR(err, "agent: a??2Jb??c\xc2\xa0");
     /* a non-string desc is quoted as JSON, control characters escaped by json-c */
     CHECK_INT(qga_reply_parse("{\"error\": {\"desc\": [\"a\\nb\"]}}", &ret, err, sizeof(err)),
               -EREMOTEIO);
@@ -354,7 +359,7 @@ TEST(sync_errors)
     memset(junk, 'x', big);
     a = agent_new(junk, big, 8192);
     CHECK_INT(qga_sync_wait(12345, agent_line, a, err, sizeof(err)), -EPROTO);
-    CHECK_STR(err, "agent reply longer than 65536 bytes");
+    CHECK_STR(err, "agent reply longer than 65535 bytes");
     free(a);
     free(junk);
 }

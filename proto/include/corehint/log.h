@@ -4,6 +4,7 @@
 #define COREHINT_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum log_level {
     LOG_LVL_ERR,
@@ -22,5 +23,11 @@ const char *log_level_name(enum log_level l);
 bool log_enabled(enum log_level l);
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void log_finalise(void);
+/* Clean len bytes of text that came from elsewhere (a guest, libvirt quoting one, a peer's
+ * document) in place, before a log line, /status or a terminal shows it: every C0 control
+ * character, DEL, and C1 control character (U+0080-U+009F in UTF-8, or a lone byte
+ * 0x80-0x9F, which 8-bit terminals obey) becomes '?'.  The length stays.  An escape sequence
+ * would drive the operator's terminal, a newline forge a log line. */
+void log_clean(char *s, size_t len);
 
 #endif
