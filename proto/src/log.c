@@ -128,15 +128,15 @@ void log_clean(char *s, size_t len)
 {
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
+        /* a lone 0x80-0x9f after ASCII is not UTF-8: a C1 control to an 8-bit terminal */
+        bool lone_c1 = c >= 0x80 && c <= 0x9f && (i == 0 || (unsigned char)s[i - 1] < 0x80);
 
-        if (c < 0x20 || c == 0x7f) {
-            s[i] = '?';
-        } else if (c == 0xc2 && i + 1 < len && (unsigned char)s[i + 1] >= 0x80 &&
-                   (unsigned char)s[i + 1] <= 0x9f) {
+        if (c == 0xc2 && i + 1 < len && (unsigned char)s[i + 1] >= 0x80 &&
+            (unsigned char)s[i + 1] <= 0x9f) {
             s[i] = s[i + 1] = '?'; /* U+0080-U+009F */
             i++;
-        } else if (c >= 0x80 && c <= 0x9f && (i == 0 || (unsigned char)s[i - 1] < 0x80)) {
-            s[i] = '?'; /* a continuation byte after ASCII: not UTF-8, a C1 control */
+        } else if (c < 0x20 || c == 0x7f || lone_c1) {
+            s[i] = '?';
         }
     }
 }
