@@ -78,12 +78,6 @@ int qga_framer_line(struct qga_framer *f, char **line, char *err, size_t errlen)
     return -EAGAIN;
 }
 
-/* The guest wrote it: no control character of it may reach a log line (and forge one). */
-static void clean_ctl(char *s)
-{
-    log_clean(s, strlen(s));
-}
-
 /* One reply line from the socket (a qga_line_fn). */
 static int sock_line(void *ctx, char **line, char *err, size_t errlen)
 {
@@ -137,7 +131,7 @@ static int command(struct qga_link *l, json_object *cmd, json_object **ret, char
     if (l->dom) {
         if (!(reply = virDomainQemuAgentCommand(l->dom, text, QGA_TIMEOUT_S, 0))) {
             snprintf(err, errlen, "agent: %s", conn_error());
-            clean_ctl(err); /* libvirt quotes the agent's error desc */
+            log_clean(err, strlen(err)); /* libvirt quotes the agent's error desc */
             return -EIO;
         }
     } else if ((rc = sock_send(l, text, err, errlen)) < 0 ||
@@ -163,7 +157,7 @@ int qga_reply_parse(const char *line, json_object **ret, char *err, size_t errle
         if (json_object_object_get_ex(v, "desc", &desc))
             text = json_object_get_string(desc);
         snprintf(err, errlen, "agent: %s", text ? text : "error");
-        clean_ctl(err);
+        log_clean(err, strlen(err)); /* the guest wrote it: it may not forge a log line */
         rc = -EREMOTEIO;
     } else if (!json_object_object_get_ex(r, "return", &v)) {
         snprintf(err, errlen, "agent: reply without \"return\"");
