@@ -353,6 +353,105 @@ void cfg_dump(const struct hd_config *c, FILE *out)
     }
 }
 
+static bool knob_equal(const struct knob *k, const struct hd_config *a, const struct hd_config *b)
+{
+    const char *x = (const char *)a + k->off, *y = (const char *)b + k->off;
+
+    switch (k->type) {
+    case K_UINT:
+        return *(const unsigned *)(const void *)x == *(const unsigned *)(const void *)y;
+    case K_DOUBLE:
+        return *(const double *)(const void *)x == *(const double *)(const void *)y;
+    case K_BOOL:
+        return *(const bool *)(const void *)x == *(const bool *)(const void *)y;
+    case K_STRING:
+        return strcmp(x, y) == 0;
+    }
+    return false;
+}
+
+static bool domains_equal(const struct hd_config *a, const struct hd_config *b)
+{
+    if (a->ndomains != b->ndomains)
+        return false;
+    for (unsigned i = 0; i < a->ndomains; i++) {
+        const struct cfg_domain *x = &a->domains[i], *y = &b->domains[i];
+
+        if (strcmp(x->match, y->match) != 0 || x->weight != y->weight || x->opt_out != y->opt_out ||
+            x->actuator != y->actuator || x->has_opt_out != y->has_opt_out ||
+            x->has_actuator != y->has_actuator)
+            return false;
+    }
+    return true;
+}
+
+static void append_word(char *buf, size_t len, size_t *used, const char *word)
+{
+    int n = snprintf(buf + *used, len - *used, "%s%s", *used ? " " : "", word);
+
+    if (n > 0)
+        *used = *used + (size_t)n < len ? *used + (size_t)n : len - 1;
+}
+
+size_t cfg_changed(const struct hd_config *a, const struct hd_config *b, char *buf, size_t len)
+{
+    size_t used = 0;
+
+    if (!len)
+        return 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
+        if (!knob_equal(&knobs[i], a, b))
+            append_word(buf, len, &used, knobs[i].key);
+    if (!domains_equal(a, b))
+        append_word(buf, len, &used, "[domain]");
+    return used;
+}
+
+/* The keys a running hostd cannot take: sockets, the identity it switched to, its timers. */
+static const char *const restart_only[] = {
+    "connect", "metrics_listen", "user", "groups", "channel_dir", "interval_ms",
+};
+
+int cfg_reload(struct hd_config *cur, struct hd_config *next, bool rw, char *kept, size_t keptlen,
+               char *changed, size_t changedlen, char *err, size_t errlen)
+{
+    size_t used = 0;
+
+    if (keptlen)
+        kept[0] = '\0';
+    if (!rw && cfg_needs_write(next)) {
+        snprintf(err, errlen,
+                 "it needs libvirt read-write (enforce = cap or a qemu-ga actuator) and hostd "
+                 "opened it read-only: restart hostd to take it");
+        return -EPERM;
+    }
+    for (size_t i = 0; i < sizeof(restart_only) / sizeof(restart_only[0]); i++) {
+        const struct knob *k = knob_find(restart_only[i]);
+
+        if (k && !knob_equal(k, cur, next)) {
+            memcpy((char *)next + k->off, (const char *)cur + k->off,
+                   k->type == K_STRING ? (size_t)k->max : sizeof(unsigned));
+            if (keptlen)
+                append_word(kept, keptlen, &used, k->key);
+        }
+    }
+    /* command-line-only run options */
+    next->once = cur->once;
+    next->dry_run = cur->dry_run;
+    next->foreground = cur->foreground;
+    next->replay_realtime = cur->replay_realtime;
+    next->verbose = cur->verbose;
+    memcpy(next->record, cur->record, sizeof(next->record));
+    memcpy(next->replay, cur->replay, sizeof(next->replay));
+    cfg_changed(cur, next, changed, changedlen);
+    cfg_free(cur);
+    *cur = *next;
+    next->domains = NULL;
+    next->ndomains = 0;
+    return 0;
+}
+
 void cfg_free(struct hd_config *c)
 {
     free(c->domains);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * hostd configuration: defaults, then the file (default /etc/corehint/hostd.conf), then the
- * command line.  Once loaded it is immutable; --dump-config prints what is in force.
+ * command line.  Only the event loop reads it; SIGHUP replaces it there (cfg_reload), between
+ * two events; --dump-config prints what is in force.
  */
 #ifndef HOSTD_CONFIG_H
 #define HOSTD_CONFIG_H
@@ -53,10 +54,10 @@ struct hd_config {
     bool metadata_agent;           /* domain metadata may choose a qemu-ga actuator */
     double saturated;              /* preferred vCPUs busier than this share of k are censored */
     double replace_margin;         /* CPUs a fresh placement must save on the busiest pCPU */
-    double uncontend_margin; /* a contended pool ends contention below cap * (1 - this) */
-    double grow_margin;      /* CPUs past its count before a shrunk guest grows */
-    unsigned claim_after;    /* intervals a censored VM waits under its fair share */
-    unsigned release_after;  /* quiet intervals that end a pool's contention */
+    double uncontend_margin;       /* a contended pool ends contention below cap * (1 - this) */
+    double grow_margin;            /* CPUs past its count before a shrunk guest grows */
+    unsigned claim_after;          /* intervals a censored VM waits under its fair share */
+    unsigned release_after;        /* quiet intervals that end a pool's contention */
     double compliance_run;         /* a non-preferred vCPU running more than this is a violation */
     unsigned compliance_intervals; /* consecutive violating intervals = non-compliant */
     /* delivery */
@@ -107,6 +108,24 @@ const struct cfg_domain *cfg_domain_find(const struct hd_config *c, const char *
 unsigned cfg_domain_settings(const struct hd_config *c, const char *name, const char *uuid,
                              const struct snap_policy *meta, struct cfg_domain *out);
 void cfg_dump(const struct hd_config *c, FILE *out);
+/*
+ * The [global] keys whose values differ between a and b, blank separated ("" when none), plus
+ * "[domain]" when the domain sections differ.  Returns the length written (truncated to fit).
+ */
+size_t cfg_changed(const struct hd_config *a, const struct hd_config *b, char *buf, size_t len);
+/*
+ * SIGHUP: make next (a freshly loaded and checked configuration) the one in force in cur.
+ * Keys that only a restart can change (connect, metrics_listen, user, groups, channel_dir,
+ * interval_ms) keep cur's values; their names go to kept ("" when none).  Run-time options
+ * given on the command line only (--once, --dry-run, --record, --replay, --foreground,
+ * --replay-realtime, -v) stay as they were.  Refused with -EPERM, cur untouched, when next
+ * needs libvirt read-write (enforce = cap, a qemu-ga actuator) and hostd opened it read-only
+ * (!rw).  On success cur owns next's domain sections and next is emptied; on failure next
+ * is still the caller's to free.  changed gets what cfg_changed() says of the two, once the
+ * restart-only keys are put back.
+ */
+int cfg_reload(struct hd_config *cur, struct hd_config *next, bool rw, char *kept, size_t keptlen,
+               char *changed, size_t changedlen, char *err, size_t errlen);
 /* Does this configuration change anything through libvirt (enforce = cap, a qemu-ga
  * actuator)?  Otherwise hostd opens libvirt read-only. */
 bool cfg_needs_write(const struct hd_config *c);

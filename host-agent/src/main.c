@@ -30,7 +30,7 @@ static void usage(FILE *out)
         "                      [--dry-run] [--record F | --replay F] [--foreground]\n"
         "                      [--metrics-listen ADDR:PORT] [--channel-dir D] [--replay-realtime]\n"
         "                      [--user NAME [--groups G,...]]\n"
-        "                      [--dump-config] [-v] [--help] [--version]\n"
+        "                      [--dump-config | --check-config] [-v] [--help] [--version]\n"
         "\n"
         "  -c, --config FILE   configuration file (default " CFG_DEFAULT_FILE ")\n"
         "      --connect URI   libvirt URI (default " CFG_DEFAULT_URI ")\n"
@@ -51,6 +51,8 @@ static void usage(FILE *out)
         "                      the libvirt socket and qemu's channel sockets)\n"
         "      --foreground    do not detach; log to stderr\n"
         "      --dump-config   print the configuration in force and exit\n"
+        "      --check-config  load and check the file and options, say \"valid\" or why not\n"
+        "                      (exit 0 or 1: file, 2: option), start nothing\n"
         "  -v, --verbose       more logging (twice: debug)\n");
 }
 
@@ -70,6 +72,7 @@ enum {
     OPT_REALTIME,
     OPT_USER,
     OPT_GROUPS,
+    OPT_CHECK,
 };
 
 static const struct option options[] = {
@@ -90,28 +93,105 @@ static const struct option options[] = {
     {"replay-realtime", no_argument, NULL, OPT_REALTIME},
     {"user", required_argument, NULL, OPT_USER},
     {"groups", required_argument, NULL, OPT_GROUPS},
+    {"check-config", no_argument, NULL, OPT_CHECK},
     {NULL, 0, NULL, 0},
 };
 
-/* Defaults, then the file, then the command line.  Returns -1 to continue, else an exit code. */
-static int configure(struct hostd *h, int argc, char **argv, bool *dump)
+/*
+ * Defaults, then the file, then the command line, into c.  Returns 0, or the exit code (1: the
+ * file, 2: an option) with the reason in err.  The first pass (configure) has handled --help,
+ * --version and unknown options; SIGHUP calls this again with the same argv.
+ */
+static int load_config(struct hd_config *c, int argc, char **argv, bool *dump, char *err,
+                       size_t errlen)
 {
     const char *file = CFG_DEFAULT_FILE;
     bool explicit_file = false;
-    char err[512] = "";
     int opt, rc = 0;
 
-    cfg_defaults(&h->cfg);
-    while ((opt = getopt_long(argc, argv, "c:v", options, NULL)) != -1) {
+    cfg_defaults(c);
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "c:v", options, NULL)) != -1)
         if (opt == 'c') {
             file = optarg;
             explicit_file = true;
-        } else if (opt == OPT_HELP) {
+        }
+    if (cfg_load_file(c, file, explicit_file, err, errlen) < 0)
+        return 1;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "c:v", options, NULL)) != -1 && rc == 0) {
+        switch (opt) {
+        case OPT_CONNECT:
+            rc = cfg_set(c, "connect", optarg, err, errlen);
+            break;
+        case OPT_INTERVAL:
+            rc = cfg_set(c, "interval_ms", optarg, err, errlen);
+            break;
+        case OPT_ONCE:
+            c->once = true;
+            break;
+        case OPT_DRY:
+            c->dry_run = true;
+            break;
+        case OPT_RECORD:
+            snprintf(c->record, sizeof(c->record), "%s", optarg);
+            break;
+        case OPT_REPLAY:
+            snprintf(c->replay, sizeof(c->replay), "%s", optarg);
+            break;
+        case OPT_LISTEN:
+            rc = cfg_set(c, "metrics_listen", optarg, err, errlen);
+            break;
+        case OPT_CHANDIR:
+            rc = cfg_set(c, "channel_dir", optarg, err, errlen);
+            break;
+        case OPT_REALTIME:
+            c->replay_realtime = true;
+            break;
+        case OPT_USER:
+            rc = cfg_set(c, "user", optarg, err, errlen);
+            break;
+        case OPT_GROUPS:
+            rc = cfg_set(c, "groups", optarg, err, errlen);
+            break;
+        case OPT_FG:
+            c->foreground = true;
+            break;
+        case OPT_DUMP:
+            *dump = true;
+            break;
+        case 'v':
+            c->verbose++;
+            break;
+        default:
+            break;
+        }
+    }
+    if (rc == 0)
+        rc = cfg_check(c, err, errlen);
+    return rc < 0 ? 2 : 0;
+}
+
+/* The command line, kept for SIGHUP. */
+static int saved_argc;
+static char **saved_argv;
+
+/* Returns -1 to continue, else an exit code. */
+static int configure(struct hostd *h, int argc, char **argv, bool *dump, bool *check)
+{
+    char err[512] = "";
+    int opt, rc;
+
+    cfg_defaults(&h->cfg);
+    while ((opt = getopt_long(argc, argv, "c:v", options, NULL)) != -1) {
+        if (opt == OPT_HELP) {
             usage(stdout);
             return 0;
         } else if (opt == OPT_VERSION) {
             printf("corehint-hostd %s\n", COREHINT_VERSION);
             return 0;
+        } else if (opt == OPT_CHECK) {
+            *check = true;
         } else if (opt == '?') {
             usage(stderr);
             return 2;
@@ -121,68 +201,47 @@ static int configure(struct hostd *h, int argc, char **argv, bool *dump)
         fprintf(stderr, "corehint-hostd: unexpected argument \"%s\"\n", argv[optind]);
         return 2;
     }
-    if (cfg_load_file(&h->cfg, file, explicit_file, err, sizeof(err)) < 0) {
+    saved_argc = argc;
+    saved_argv = argv;
+    if ((rc = load_config(&h->cfg, argc, argv, dump, err, sizeof(err))) == 0)
+        rc = priv_resolve(&h->priv, h->cfg.user, h->cfg.groups, err, sizeof(err)) < 0 ? 2 : 0;
+    if (rc) {
         fprintf(stderr, "corehint-hostd: %s\n", err);
-        return 1;
-    }
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "c:v", options, NULL)) != -1 && rc == 0) {
-        switch (opt) {
-        case OPT_CONNECT:
-            rc = cfg_set(&h->cfg, "connect", optarg, err, sizeof(err));
-            break;
-        case OPT_INTERVAL:
-            rc = cfg_set(&h->cfg, "interval_ms", optarg, err, sizeof(err));
-            break;
-        case OPT_ONCE:
-            h->cfg.once = true;
-            break;
-        case OPT_DRY:
-            h->cfg.dry_run = true;
-            break;
-        case OPT_RECORD:
-            snprintf(h->cfg.record, sizeof(h->cfg.record), "%s", optarg);
-            break;
-        case OPT_REPLAY:
-            snprintf(h->cfg.replay, sizeof(h->cfg.replay), "%s", optarg);
-            break;
-        case OPT_LISTEN:
-            rc = cfg_set(&h->cfg, "metrics_listen", optarg, err, sizeof(err));
-            break;
-        case OPT_CHANDIR:
-            rc = cfg_set(&h->cfg, "channel_dir", optarg, err, sizeof(err));
-            break;
-        case OPT_REALTIME:
-            h->cfg.replay_realtime = true;
-            break;
-        case OPT_USER:
-            rc = cfg_set(&h->cfg, "user", optarg, err, sizeof(err));
-            break;
-        case OPT_GROUPS:
-            rc = cfg_set(&h->cfg, "groups", optarg, err, sizeof(err));
-            break;
-        case OPT_FG:
-            h->cfg.foreground = true;
-            break;
-        case OPT_DUMP:
-            *dump = true;
-            break;
-        case 'v':
-            h->cfg.verbose++;
-            break;
-        default:
-            break;
-        }
-    }
-    if (rc == 0)
-        rc = cfg_check(&h->cfg, err, sizeof(err));
-    if (rc == 0)
-        rc = priv_resolve(&h->priv, h->cfg.user, h->cfg.groups, err, sizeof(err));
-    if (rc < 0) {
-        fprintf(stderr, "corehint-hostd: %s\n", err);
-        return 2;
+        return rc;
     }
     return -1;
+}
+
+/*
+ * SIGHUP: read the file and the command line again; a configuration that does not load or
+ * check keeps the one in force, and says why.
+ */
+static void reload(struct hostd *h)
+{
+    struct hd_config next;
+    char err[512] = "", kept[256], changed[512];
+    bool dump = false;
+
+    notify_send("RELOADING=1");
+    if (load_config(&next, saved_argc, saved_argv, &dump, err, sizeof(err)) != 0) {
+        log_msg(LOG_LVL_ERR, "reload: %s; the configuration in force stays", err);
+        cfg_free(&next);
+        notify_send("READY=1");
+        return;
+    }
+    if (cfg_reload(&h->cfg, &next, h->src.rw, kept, sizeof(kept), changed, sizeof(changed), err,
+                   sizeof(err)) < 0) {
+        log_msg(LOG_LVL_ERR, "reload: not taken: %s; the configuration in force stays", err);
+        cfg_free(&next);
+        notify_send("READY=1");
+        return;
+    }
+    if (kept[0])
+        log_msg(LOG_LVL_WARN, "reload: only a restart changes %s; the old values stay", kept);
+    log_msg(LOG_LVL_INFO, "configuration reloaded from %s: %s",
+            h->cfg.file[0] ? h->cfg.file : "built-in defaults",
+            changed[0] ? changed : "nothing changed");
+    notify_send("READY=1");
 }
 
 /* The source's sink (struct src_sink), each with the struct hostd as ctx. */
@@ -255,7 +314,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     struct hostd *h = arg;
 
     if (sig == SIGHUP) {
-        log_msg(LOG_LVL_INFO, "SIGHUP ignored: restart to change the configuration");
+        reload(h);
         return;
     }
     log_msg(LOG_LVL_INFO, "signal %d: exiting", (int)sig);
@@ -342,12 +401,17 @@ static void stop(struct hostd *h)
 int main(int argc, char **argv)
 {
     static struct hostd h;
-    bool dump = false;
+    bool dump = false, check = false;
     int rc;
 
-    if ((rc = configure(&h, argc, argv, &dump)) >= 0) {
+    if ((rc = configure(&h, argc, argv, &dump, &check)) >= 0) {
         cfg_free(&h.cfg);
         return rc;
+    }
+    if (check) {
+        printf("%s: valid\n", h.cfg.file[0] ? h.cfg.file : "no file; built-in defaults");
+        cfg_free(&h.cfg);
+        return 0;
     }
     if (dump) {
         cfg_dump(&h.cfg, stdout);

@@ -230,8 +230,8 @@ static int live_start(struct snap_source *src)
     bool local = sep && sep[3] == '/';
 
     conn_init_libvirt();
-    if (!(src->wk = wk_start(h->base, h->cfg.uri, !cfg_needs_write(&h->cfg), local ? "/proc" : "",
-                             on_result, src)))
+    src->rw = cfg_needs_write(&h->cfg);
+    if (!(src->wk = wk_start(h->base, h->cfg.uri, !src->rw, local ? "/proc" : "", on_result, src)))
         return -ENOMEM;
     /* Live: a steady tick, whatever libvirt does; --once arms it itself. */
     if (!(src->tick = event_new(h->base, -1, src->live ? EV_PERSIST : 0, on_live_tick, src)) ||
@@ -315,6 +315,7 @@ static int replay_start(struct snap_source *src)
         log_msg(LOG_LVL_ERR, "%s", err);
         return -ENOENT;
     }
+    src->rw = true; /* no libvirt to hold to read-only: any configuration may be reloaded */
     if (!(src->tick = event_new(h->base, -1, 0, on_replay_tick, src)))
         return -ENOMEM;
     arm_replay(src);

@@ -65,6 +65,7 @@ struct snap_source {
     bool watchdog;      /* runs long enough to pet systemd's watchdog: all but --once */
     act_agent_fn agent; /* how qemu-ga commands run (NULL: through a socket, replay) */
     enf_quota_fn quota; /* how quotas are set (NULL: only logged, replay) */
+    bool rw;            /* libvirt opened read-write (set by the live source's start) */
     /* private to the sources */
     bool once; /* the live source for --once: two samples, the report printed, exit */
     struct event *tick;

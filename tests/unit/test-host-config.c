@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -170,4 +171,80 @@ TEST(settings_metadata_agent_needs_consent)
     CHECK_INT(cfg_domain_settings(&c, "vm", "0000", &m, &d), CFG_FROM_METADATA);
     CHECK(d.actuator == CFG_ACT_AGENT_SYSFS);
     cfg_free(&c);
+}
+
+TEST(changed_lists_keys_and_domains)
+{
+    struct hd_config a, b;
+    char err[256], buf[256];
+
+    CHECK_INT(load("[domain web]\nweight = 2\n", err, sizeof(err), &a), 0);
+    CHECK_INT(load("[domain web]\nweight = 2\n", err, sizeof(err), &b), 0);
+    CHECK_INT((int)cfg_changed(&a, &b, buf, sizeof(buf)), 0);
+    CHECK_STR(buf, "");
+    cfg_free(&b);
+    CHECK_INT(
+        load("headroom = 0.3\nenforce = cap\n[domain web]\nweight = 3\n", err, sizeof(err), &b), 0);
+    cfg_changed(&a, &b, buf, sizeof(buf));
+    CHECK_STR(buf, "headroom enforce [domain]");
+    /* a short buffer is cut, never overrun */
+    CHECK(cfg_changed(&a, &b, buf, 6) <= 5);
+    CHECK_STR(buf, "headr");
+    cfg_free(&a);
+    cfg_free(&b);
+}
+
+TEST(reload_takes_policy_keeps_restart_only_keys)
+{
+    struct hd_config cur, next;
+    char err[256], kept[128], changed[128];
+
+    CHECK_INT(load("headroom = 0.1\n[domain web]\nweight = 2\n", err, sizeof(err), &cur), 0);
+    cur.dry_run = true;
+    cur.verbose = 2;
+    snprintf(cur.record, sizeof(cur.record), "/var/tmp/trace");
+    CHECK_INT(load("headroom = 0.5\ninterval_ms = 250\nmetrics_listen = \"0.0.0.0:1\"\n"
+                   "[domain db]\nopt_out = yes\n",
+                   err, sizeof(err), &next),
+              0);
+    CHECK_INT(cfg_reload(&cur, &next, false, kept, sizeof(kept), changed, sizeof(changed), err,
+                         sizeof(err)),
+              0);
+    CHECK_STR(kept, "metrics_listen interval_ms");
+    CHECK_STR(changed, "headroom [domain]");
+    CHECK(cur.headroom > 0.49 && cur.headroom < 0.51);
+    CHECK_INT(cur.interval_ms, 1000);
+    CHECK_STR(cur.metrics_listen, "127.0.0.1:9477");
+    /* the command line's run options stay */
+    CHECK(cur.dry_run);
+    CHECK_INT(cur.verbose, 2);
+    CHECK_STR(cur.record, "/var/tmp/trace");
+    /* the new domain sections are in force, the old ones gone, next emptied */
+    CHECK(cfg_domain_find(&cur, "web", "0") == NULL);
+    CHECK(cfg_domain_find(&cur, "db", "0") != NULL);
+    CHECK(next.domains == NULL && next.ndomains == 0);
+    cfg_free(&cur);
+    cfg_free(&next);
+}
+
+TEST(reload_refuses_write_access_on_a_read_only_connection)
+{
+    struct hd_config cur, next;
+    char err[256] = "", kept[128], changed[128];
+
+    CHECK_INT(load("headroom = 0.1\n", err, sizeof(err), &cur), 0);
+    CHECK_INT(load("headroom = 0.7\nenforce = cap\n", err, sizeof(err), &next), 0);
+    CHECK_INT(cfg_reload(&cur, &next, false, kept, sizeof(kept), changed, sizeof(changed), err,
+                         sizeof(err)),
+              -EPERM);
+    CHECK(strstr(err, "read-only") != NULL);
+    CHECK_STR(cur.enforce, "report");
+    CHECK(cur.headroom < 0.11);
+    /* opened read-write at start: taken */
+    CHECK_INT(cfg_reload(&cur, &next, true, kept, sizeof(kept), changed, sizeof(changed), err,
+                         sizeof(err)),
+              0);
+    CHECK_STR(cur.enforce, "cap");
+    cfg_free(&cur);
+    cfg_free(&next);
 }
