@@ -241,7 +241,11 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
                     "without metadata_agent = yes in hostd.conf",
                     v->name, cfg_actuator_name((enum cfg_actuator)md->policy.actuator));
         v->act.meta_agent_refused = refused;
-        if (widen) {
+        /* Observed VMs are told every vCPU: they stay in host mode, as without hostd. */
+        bool every = widen || cd.mode == CFG_MODE_OBSERVE;
+        const char *why = widen ? "stale" : every ? "observe" : pol_reason_name(d->reason);
+
+        if (every) {
             ch_cpuset_zero(&cpus);
             for (unsigned c = 0; c < md->nvcpu && c < CH_CPU_MAX; c++)
                 ch_cpuset_set(&cpus, c);
@@ -271,7 +275,7 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
         }
         if (!v->act.ch || d->opt_out || v->act.ch->state != CHAN_UP)
             continue;
-        if (!widen && hold_for_hello(v, e, lease))
+        if (!every && hold_for_hello(v, e, lease))
             continue;
         /* Never name a CPU the guest does not have online: it would refuse the hint. */
         if (v->act.ch->has_hello) {
@@ -282,8 +286,7 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
         }
         if (ch_cpuset_empty(&cpus))
             continue;
-        if (chan_send_hint(v->act.ch, &cpus, lease, widen ? "stale" : pol_reason_name(d->reason)) ==
-            0) {
+        if (chan_send_hint(v->act.ch, &cpus, lease, why) == 0) {
             v->act.hints++;
             a->hints_total++;
             sent++;
@@ -418,6 +421,44 @@ void act_annotate(struct actuator *a, struct snapshot *s, const struct engine *e
             d->applied = v->act.ch->status.applied;
         }
     }
+}
+
+unsigned act_release(struct actuator *a, const struct engine *e)
+{
+    uint32_t lease = a->cfg->lease_intervals * a->cfg->interval_ms;
+    /* one second for all of them: a guest that does not read must not hold up the stop */
+    uint64_t deadline = hd_mono_ns() + 1000000000u;
+    unsigned sent = 0;
+
+    if (a->cfg->dry_run || !e->decided || reg_sync(a->reg, e) < 0)
+        return 0;
+    lease = lease < CH_LEASE_MIN_MS ? CH_LEASE_MIN_MS : lease;
+    lease = lease > CH_LEASE_MAX_MS ? CH_LEASE_MAX_MS : lease;
+    for (unsigned i = 0; i < a->reg->nvm; i++) {
+        struct vm_entry *v = &a->reg->vm[i];
+        ch_cpuset all, both;
+
+        ch_cpuset_zero(&all);
+        for (unsigned c = 0; c < v->dom->nvcpu && c < CH_CPU_MAX; c++)
+            ch_cpuset_set(&all, c);
+        if (ch_cpuset_empty(&all))
+            continue;
+        if (v->act.agent_applied && !ch_cpuset_equal(&v->act.agent_cpus, &all))
+            agent_apply(a, v, v->dom, &all, v->act.agent_how);
+        if (!v->act.ch || v->act.ch->state != CHAN_UP || v->dec->opt_out)
+            continue;
+        if (v->act.ch->has_hello) {
+            ch_cpuset_and(&both, &all, &v->act.ch->hello.online);
+            if (!ch_cpuset_empty(&both))
+                all = both;
+        }
+        if (chan_send_hint(v->act.ch, &all, lease, "release") == 0 &&
+            chan_flush(v->act.ch, deadline)) {
+            a->hints_total++;
+            sent++;
+        }
+    }
+    return sent;
 }
 
 void act_finalise(struct actuator *a)

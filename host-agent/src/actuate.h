@@ -26,7 +26,10 @@
 
 #define ACT_LAT_RING 1024u
 /* Upper bounds (seconds) of the hint acknowledgement histogram's buckets, +Inf last. */
-#define ACT_LAT_BUCKETS {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0}
+#define ACT_LAT_BUCKETS                                                                            \
+    {                                                                                              \
+        0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0                                               \
+    }
 #define ACT_LAT_NBUCKETS 8u
 /* Most intervals between attempts at a failing qemu-ga actuator. */
 #define ACT_AGENT_BACKOFF_MAX 64u
@@ -78,6 +81,14 @@ json_object *act_channel_json(const struct vm_entry *v);
 /* Quantile q (0..1) of the recorded ack latencies in ns; 0 when none. */
 uint64_t act_latency_quantile(const struct actuator *a, double q);
 /* Close every channel (the records stay with the registry). */
+/*
+ * A clean stop (SIGTERM, systemctl stop): every guest hostd hints gets a last hint naming all
+ * its vCPUs (reason "release"), written out at once, and every VM a qemu-ga actuator narrowed
+ * is asked for all of them back; a guest then runs as it would without hostd (its lease
+ * expires into its own fallback).  Opted-out VMs, never hinted, get nothing.  Returns the
+ * hints written.
+ */
+unsigned act_release(struct actuator *a, const struct engine *e);
 void act_finalise(struct actuator *a);
 
 #endif

@@ -2,6 +2,7 @@
 #include "channel.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,8 +73,7 @@ static void close_and_retry(struct channel *ch, const char *why)
         /* Each new reason once; the retries behind it only at debug level. */
         bool refused = strcmp(why, strerror(ECONNREFUSED)) == 0;
         log_msg(LOG_LVL_WARN, "%s: cannot connect to %s: %s%s", ch->name, ch->path, why,
-                refused ? " (qemu's chardev takes one client: is another program connected?)"
-                        : "");
+                refused ? " (qemu's chardev takes one client: is another program connected?)" : "");
         snprintf(ch->connect_error, sizeof(ch->connect_error), "%s", why);
     } else {
         log_msg(LOG_LVL_DEBUG, "%s: cannot connect to %s: %s", ch->name, ch->path, why);
@@ -447,6 +447,54 @@ struct channel *chan_new(struct event_base *base, const char *name, const char *
     }
     connect_now(ch);
     return ch;
+}
+
+/* write() all of buf[len] to the non-blocking fd, waiting for room until deadline_ns. */
+static bool write_until(int fd, const unsigned char *buf, size_t len, uint64_t deadline_ns)
+{
+    while (len) {
+        ssize_t n = write(fd, buf, len);
+        uint64_t now = hd_mono_ns();
+        struct pollfd pf = {.fd = fd, .events = POLLOUT};
+
+        if (n > 0) {
+            buf += n;
+            len -= (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if ((n < 0 && errno != EAGAIN) || now >= deadline_ns ||
+            poll(&pf, 1, (int)((deadline_ns - now + 999999) / 1000000)) <= 0)
+            return false;
+    }
+    return true;
+}
+
+bool chan_flush(struct channel *ch, uint64_t deadline_ns)
+{
+    struct evbuffer *out;
+    unsigned char *data;
+    size_t len;
+    int fd;
+
+    if (!ch || !ch->bev || ch->state != CHAN_UP)
+        return false;
+    /* The bufferevent keeps its output's front frozen (only it drains it): write a copy; the
+     * channel is freed next, buffer and all. */
+    out = bufferevent_get_output(ch->bev);
+    len = evbuffer_get_length(out);
+    data = len ? evbuffer_pullup(out, -1) : NULL;
+    fd = (int)bufferevent_getfd(ch->bev);
+    if (fd < 0 || (len && (!data || !write_until(fd, data, len, deadline_ns))))
+        return false;
+    if (ch->pending_len) {
+        if (!write_until(fd, (const unsigned char *)ch->pending, ch->pending_len, deadline_ns))
+            return false;
+        ch->c.msgs_out++;
+        ch->pending_len = 0;
+    }
+    return true;
 }
 
 void chan_free(struct channel *ch)

@@ -46,11 +46,11 @@ struct chan_counters {
     uint64_t errors_in;   /* guest error messages */
     uint64_t connects;
     uint64_t bytes_in;
-    uint64_t lines_in;    /* every guest line framed, valid or not */
-    uint64_t throttled;   /* times reading paused for the input budget */
-    uint64_t replaced;    /* hints replaced unsent by a newer one */
-    uint64_t hellos_out;  /* hellos sent: one per connect, guest hello and unknown-session */
-    uint64_t resent;      /* current hints sent again in answer to a guest hello */
+    uint64_t lines_in;   /* every guest line framed, valid or not */
+    uint64_t throttled;  /* times reading paused for the input budget */
+    uint64_t replaced;   /* hints replaced unsent by a newer one */
+    uint64_t hellos_out; /* hellos sent: one per connect, guest hello and unknown-session */
+    uint64_t resent;     /* current hints sent again in answer to a guest hello */
 };
 
 struct channel;
@@ -89,7 +89,7 @@ struct channel {
     double tok_lines, tok_bytes;
     uint64_t last_refill_ns;
     uint64_t throttle_warned_ns;
-    struct event *resume; /* reading again after a pause for the budget */
+    struct event *resume;                /* reading again after a pause for the budget */
     char last_reason[CH_REASON_MAX + 1]; /* the last decision's reason */
     /* the newest hint, waiting for the guest to take what was already written */
     char pending[CH_LINE_MAX + 1];
@@ -100,6 +100,10 @@ struct channel {
 
 struct channel *chan_new(struct event_base *base, const char *name, const char *path,
                          chan_ack_fn on_ack, void *ctx);
+/* Write everything queued (and a hint waiting to replace it) to the socket now, waiting for
+ * room until deadline_ns (hd_mono_ns()): for a clean stop, whose loop will not run again.
+ * False when the guest did not take it all in time (the rest is lost with the channel). */
+bool chan_flush(struct channel *ch, uint64_t deadline_ns);
 void chan_free(struct channel *ch);
 /* Queue a message; -ENOTCONN when not connected, -ENOBUFS when the output is full. */
 int chan_send(struct channel *ch, const struct ch_msg *m);

@@ -65,7 +65,10 @@ static const struct knob knobs[] = {
     KU("lease_intervals", lease_intervals, 2, 100, "hint lease, in intervals"),
     KU("stale_intervals", stale_intervals, 2, 1000,
        "intervals without a libvirt sample before every guest is widened to all vCPUs"),
-    KS("enforce", enforce, "report: mark non-compliant VMs; cap: also limit them to their share"),
+    KS("mode", mode,
+       "observe: decide and export, hint all vCPUs; hint: send the decisions; enforce: also cap"),
+    KS("enforce", enforce,
+       "report: mark non-compliant VMs; cap: also limit them to their share (= mode enforce)"),
     KS("metrics_listen", metrics_listen, "ADDR:PORT of /metrics and /status, \"\" = off"),
     KS("channel_dir", channel_dir, "replay only: channel sockets are DIR/NAME.sock"),
     KS("connect", uri, "libvirt URI"),
@@ -84,6 +87,38 @@ const char *cfg_actuator_name(enum cfg_actuator a)
         return "agent-vcpus";
     }
     return "?";
+}
+
+const char *cfg_mode_name(enum cfg_mode m)
+{
+    switch (m) {
+    case CFG_MODE_OBSERVE:
+        return "observe";
+    case CFG_MODE_HINT:
+        return "hint";
+    case CFG_MODE_ENFORCE:
+        return "enforce";
+    }
+    return "?";
+}
+
+int cfg_mode_parse(const char *name)
+{
+    for (int m = CFG_MODE_OBSERVE; m <= CFG_MODE_ENFORCE; m++)
+        if (strcmp(name, cfg_mode_name((enum cfg_mode)m)) == 0)
+            return m;
+    return -1;
+}
+
+enum cfg_mode cfg_global_mode(const struct hd_config *c)
+{
+    int m = cfg_mode_parse(c->mode);
+
+    if (m < 0)
+        m = CFG_MODE_HINT;
+    if (m == CFG_MODE_HINT && strcmp(c->enforce, "cap") == 0)
+        m = CFG_MODE_ENFORCE;
+    return (enum cfg_mode)m;
 }
 
 int cfg_actuator_parse(const char *name)
@@ -114,17 +149,22 @@ void cfg_defaults(struct hd_config *c)
     c->lease_intervals = 3;
     c->stale_intervals = 6;
     snprintf(c->enforce, sizeof(c->enforce), "report");
+    snprintf(c->mode, sizeof(c->mode), "hint");
     snprintf(c->metrics_listen, sizeof(c->metrics_listen), "%s", CFG_DEFAULT_LISTEN);
     snprintf(c->uri, sizeof(c->uri), "%s", CFG_DEFAULT_URI);
 }
 
 bool cfg_needs_write(const struct hd_config *c)
 {
-    if (strcmp(c->enforce, "cap") == 0 || c->metadata_agent)
+    if (cfg_global_mode(c) == CFG_MODE_ENFORCE || c->metadata_agent)
         return true;
-    for (unsigned i = 0; i < c->ndomains; i++)
-        if (c->domains[i].actuator != CFG_ACT_CHANNEL && !c->domains[i].opt_out)
+    for (unsigned i = 0; i < c->ndomains; i++) {
+        const struct cfg_domain *d = &c->domains[i];
+
+        if (!d->opt_out &&
+            (d->actuator != CFG_ACT_CHANNEL || (d->has_mode && d->mode == CFG_MODE_ENFORCE)))
             return true;
+    }
     return false;
 }
 
@@ -163,6 +203,10 @@ int cfg_set(struct hd_config *c, const char *key, const char *value, char *err, 
         if (strcmp(key, "enforce") == 0 && strcmp(value, "report") != 0 &&
             strcmp(value, "cap") != 0) {
             snprintf(err, errlen, "enforce: expected \"report\" or \"cap\", not \"%s\"", value);
+            return -EINVAL;
+        }
+        if (strcmp(key, "mode") == 0 && cfg_mode_parse(value) < 0) {
+            snprintf(err, errlen, "mode: expected observe, hint or enforce, not \"%s\"", value);
             return -EINVAL;
         }
         if (strlen(value) >= (size_t)k->max) {
@@ -217,6 +261,16 @@ static int on_line(void *ctx, const struct ch_conf_line *l, char *err, size_t er
         d->has_opt_out = true;
         return ch_conf_bool(l->key, l->value, &d->opt_out, err, errlen);
     }
+    if (strcmp(l->key, "mode") == 0) {
+        int m = cfg_mode_parse(l->value);
+        if (m >= 0) {
+            d->mode = (enum cfg_mode)m;
+            d->has_mode = true;
+            return 0;
+        }
+        snprintf(err, errlen, "mode: expected observe, hint or enforce, not \"%s\"", l->value);
+        return -EINVAL;
+    }
     if (strcmp(l->key, "actuator") == 0) {
         int a = cfg_actuator_parse(l->value);
         if (a >= 0) {
@@ -228,7 +282,8 @@ static int on_line(void *ctx, const struct ch_conf_line *l, char *err, size_t er
                  l->value);
         return -EINVAL;
     }
-    snprintf(err, errlen, "unknown domain setting \"%s\" (weight, opt_out, actuator)", l->key);
+    snprintf(err, errlen, "unknown domain setting \"%s\" (weight, opt_out, actuator, mode)",
+             l->key);
     return -EINVAL;
 }
 
@@ -262,6 +317,12 @@ int cfg_check(const struct hd_config *c, char *err, size_t errlen)
         snprintf(err, errlen, "groups needs user: name the user to switch to");
         return -EINVAL;
     }
+    if (strcmp(c->mode, "observe") == 0 && strcmp(c->enforce, "cap") == 0) {
+        snprintf(err, errlen,
+                 "mode = observe never caps: drop enforce = cap (or set mode = "
+                 "enforce)");
+        return -EINVAL;
+    }
     if (c->channel_dir[0] && !c->replay[0]) {
         snprintf(err, errlen, "channel_dir only applies to --replay");
         return -EINVAL;
@@ -290,6 +351,11 @@ unsigned cfg_domain_settings(const struct hd_config *c, const char *name, const 
 
     memset(out, 0, sizeof(*out));
     out->actuator = CFG_ACT_CHANNEL;
+    out->mode = cfg_global_mode(c);
+    if (cd && cd->has_mode) {
+        out->mode = cd->mode;
+        from |= CFG_FROM_CONF;
+    }
     if (cd)
         snprintf(out->match, sizeof(out->match), "%s", cd->match);
     if (cd && cd->weight > 0) {
@@ -350,6 +416,8 @@ void cfg_dump(const struct hd_config *c, FILE *out)
             fprintf(out, "opt_out = %s\n", d->opt_out ? "yes" : "no");
         if (d->has_actuator)
             fprintf(out, "actuator = %s\n", cfg_actuator_name(d->actuator));
+        if (d->has_mode)
+            fprintf(out, "mode = %s\n", cfg_mode_name(d->mode));
     }
 }
 

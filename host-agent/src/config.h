@@ -21,13 +21,22 @@ enum cfg_actuator {
     CFG_ACT_AGENT_VCPUS, /* qemu-ga offlines non-preferred vCPUs (unpatched kernel; heavy) */
 };
 
+/* What hostd does for a VM. */
+enum cfg_mode {
+    CFG_MODE_OBSERVE, /* decide and export; every hint names all vCPUs, nothing is capped */
+    CFG_MODE_HINT,    /* send its decisions (the default) */
+    CFG_MODE_ENFORCE, /* hint, and cap a non-compliant VM to its share (was enforce = cap) */
+};
+
 struct cfg_domain {
     char match[256]; /* domain name or UUID */
     double weight;   /* 0 = not set */
     bool opt_out;
     enum cfg_actuator actuator;
-    bool has_opt_out; /* the section sets opt_out / actuator (else the metadata's or default) */
-    bool has_actuator;
+    enum cfg_mode mode;
+    bool has_opt_out;  /* the section sets opt_out / actuator / mode (else the metadata's or */
+    bool has_actuator; /* the default) */
+    bool has_mode;
 };
 
 /* Where a domain's settings came from (cfg_domain_settings): bits. */
@@ -39,6 +48,9 @@ enum {
 struct snap_policy;
 
 const char *cfg_actuator_name(enum cfg_actuator a);
+const char *cfg_mode_name(enum cfg_mode m);
+/* The mode called name (cfg_mode_name's words), or -1. */
+int cfg_mode_parse(const char *name);
 /* The actuator called name (cfg_actuator_name's words), or -1. */
 int cfg_actuator_parse(const char *name);
 
@@ -63,7 +75,8 @@ struct hd_config {
     /* delivery */
     unsigned lease_intervals; /* hint lease in intervals */
     unsigned stale_intervals; /* no sample for this long: hints widen to all vCPUs */
-    char enforce[16];         /* "report" or "cap" */
+    char enforce[16];         /* "report" or "cap" (cap: the older spelling of mode = enforce) */
+    char mode[16];            /* "observe", "hint" or "enforce": every VM's, unless its section */
     char metrics_listen[128];
     char channel_dir[256]; /* replay: channel sockets are DIR/<name>.sock */
     /* process */
@@ -126,8 +139,10 @@ size_t cfg_changed(const struct hd_config *a, const struct hd_config *b, char *b
  */
 int cfg_reload(struct hd_config *cur, struct hd_config *next, bool rw, char *kept, size_t keptlen,
                char *changed, size_t changedlen, char *err, size_t errlen);
-/* Does this configuration change anything through libvirt (enforce = cap, a qemu-ga
- * actuator)?  Otherwise hostd opens libvirt read-only. */
+/* The mode of VMs without one of their own: mode, with enforce = cap read as mode = enforce. */
+enum cfg_mode cfg_global_mode(const struct hd_config *c);
+/* Does this configuration change anything through libvirt (mode = enforce for any VM, a
+ * qemu-ga actuator)?  Otherwise hostd opens libvirt read-only. */
 bool cfg_needs_write(const struct hd_config *c);
 void cfg_free(struct hd_config *c);
 /*

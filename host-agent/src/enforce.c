@@ -290,23 +290,25 @@ void enf_done(struct enforcer *f, const char *uuid, double cpus, int rc, const c
 
 void enf_apply(struct enforcer *f, const struct engine *e)
 {
-    bool capping = strcmp(f->cfg->enforce, "cap") == 0;
-
     if (!e->decided || reg_sync(f->reg, e) < 0)
         return;
     f->decisions++;
     for (unsigned i = 0; i < f->reg->nvm; i++) {
         struct vm_entry *v = &f->reg->vm[i];
         const struct pol_decision *d = v->dec;
+        struct cfg_domain cd;
+
+        cfg_domain_settings(f->cfg, v->name, v->uuid, &v->dom->policy, &cd);
+        bool vm_caps = cd.mode == CFG_MODE_ENFORCE; /* (mode = observe and hint never cap) */
 
         if (!v->enf.known && v->dom->cap_recorded > 0)
-            adopt(f, v, v->dom->cap_recorded, capping);
+            adopt(f, v, v->dom->cap_recorded, vm_caps);
         v->enf.known = true;
         /* one change at a time, none while backing off */
         if (v->enf.pending || f->decisions < v->enf.retry_at)
             continue;
         double want = d->entitlement > CAP_MIN_CPUS ? d->entitlement : CAP_MIN_CPUS;
-        bool should = capping && d->non_compliant && d->contended && !d->opt_out;
+        bool should = vm_caps && d->non_compliant && d->contended && !d->opt_out;
 
         if (!should && !v->enf.capped) {
             /* nothing wanted: an old failure is history (one for good stays shown) */
@@ -322,7 +324,7 @@ void enf_apply(struct enforcer *f, const struct engine *e)
             request(f, v, want, NULL);
         else if (!should && v->enf.capped)
             request(f, v, -1,
-                    !capping       ? "enforcement off"
+                    !vm_caps       ? "enforcement off"
                     : d->contended ? "compliant"
                                    : "no contention");
     }
@@ -342,7 +344,11 @@ void enf_annotate(const struct enforcer *f, json_object *report)
             continue;
         v = reg_find(f->reg, json_object_get_string(u));
         o = json_object_new_object();
-        json_object_object_add(o, "mode", json_object_new_string(f->cfg->enforce));
+        struct cfg_domain cd;
+        cfg_domain_settings(f->cfg, v ? v->name : "", json_object_get_string(u),
+                            v && v->dom ? &v->dom->policy : NULL, &cd);
+        json_object_object_add(
+            o, "mode", json_object_new_string(cd.mode == CFG_MODE_ENFORCE ? "cap" : "report"));
         json_object_object_add(o, "capped", json_object_new_boolean(v && v->enf.capped));
         if (v && v->enf.capped)
             json_object_object_add(o, "cap_cpus", json_object_new_double(v->enf.cap_cpus));

@@ -168,8 +168,7 @@ static void vm_metrics(struct evbuffer *b, const struct engine *e, const struct 
         const struct channel *ch = vm_channel(e, r, i);
         if (!ch)
             continue;
-        const uint64_t v[4] = {ch->c.malformed, ch->c.oversized, ch->c.dropped_out,
-                               ch->c.replaced};
+        const uint64_t v[4] = {ch->c.malformed, ch->c.oversized, ch->c.dropped_out, ch->c.replaced};
         const char *why[4] = {"malformed", "oversized", "output", "replaced"};
         for (int k = 0; k < 4; k++) {
             vm_labels(b, "corehint_channel_dropped_total", &e->model.dom[i]);
@@ -227,8 +226,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
     evbuffer_add_printf(b, "corehint_libvirt_connected %d\n", e->connected ? 1 : 0);
     head(b, "corehint_last_decision_timestamp_seconds", "gauge",
          "Unix time of the last decision from a good libvirt sample (0: none yet)");
-    evbuffer_add_printf(b, "corehint_last_decision_timestamp_seconds %.3f\n",
-                        e->last_decided_unix);
+    evbuffer_add_printf(b, "corehint_last_decision_timestamp_seconds %.3f\n", e->last_decided_unix);
     head(b, "corehint_stale", "gauge",
          "1 while no decision is younger than stale_intervals: hints widen to all vCPUs");
     evbuffer_add_printf(b, "corehint_stale %d\n", e->stale ? 1 : 0);
@@ -313,6 +311,8 @@ static void on_status(struct evhttp_request *req, void *arg)
         }
     }
     json_object_object_add(daemon, "dry_run", json_object_new_boolean(h->cfg->dry_run));
+    json_object_object_add(daemon, "mode",
+                           json_object_new_string(cfg_mode_name(cfg_global_mode(h->cfg))));
     {
         char session[CH_SESSION_LEN + 1];
         ch_session_format(chan_session(), session);
@@ -326,9 +326,9 @@ static void on_status(struct evhttp_request *req, void *arg)
     json_object_object_add(daemon, "sample_ns", json_object_new_uint64(h->e->last_sample_ns));
     if (h->e->live) {
         uint64_t now_ms = hd_mono_ms();
-        json_object_object_add(daemon, "libvirt",
-                               json_object_new_string(h->e->connected ? "connected"
-                                                                      : "waiting for libvirt"));
+        json_object_object_add(
+            daemon, "libvirt",
+            json_object_new_string(h->e->connected ? "connected" : "waiting for libvirt"));
         json_object_object_add(daemon, "stale", json_object_new_boolean(h->e->stale));
         if (h->e->last_decided_ms)
             json_object_object_add(daemon, "decision_age_ms",

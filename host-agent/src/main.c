@@ -382,6 +382,11 @@ static void stop(struct hostd *h)
     if (h->watchdog)
         event_free(h->watchdog);
     http_stop(h->http);
+    if (h->src.delivers && h->base) {
+        unsigned n = act_release(&h->act, &h->eng);
+        if (n)
+            log_msg(LOG_LVL_INFO, "released %u guests to all their vCPUs", n);
+    }
     act_finalise(&h->act);
     enf_finalise(&h->enf); /* queues the cap releases: the live source's worker drains them */
     if (h->src.ops)

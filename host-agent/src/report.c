@@ -110,6 +110,7 @@ static json_object *settings_json(const struct model_dom *d, const struct hd_con
         json_object_object_add(o, "weight", num(cd.weight));
     json_object_object_add(o, "opt_out", json_object_new_boolean(cd.opt_out));
     json_object_object_add(o, "actuator", json_object_new_string(cfg_actuator_name(cd.actuator)));
+    json_object_object_add(o, "mode", json_object_new_string(cfg_mode_name(cd.mode)));
     if (src & CFG_FROM_CONF)
         json_object_array_add(from, json_object_new_string("hostd.conf"));
     if (src & CFG_FROM_METADATA)

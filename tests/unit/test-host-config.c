@@ -73,7 +73,8 @@ TEST(errors_name_file_and_line)
     CHECK_STR(err, "hostd.conf:2: [domain] needs a name or UUID: [domain NAME]");
     cfg_free(&c);
     CHECK_INT(load("[domain a]\ncolour = red\n", err, sizeof(err), &c), -EINVAL);
-    CHECK_STR(err, "hostd.conf:2: unknown domain setting \"colour\" (weight, opt_out, actuator)");
+    CHECK_STR(err,
+              "hostd.conf:2: unknown domain setting \"colour\" (weight, opt_out, actuator, mode)");
     cfg_free(&c);
     CHECK(load("[domain a]\nweight = 0\n", err, sizeof(err), &c) < 0);
     CHECK(strncmp(err, "hostd.conf:2: weight", 20) == 0);
@@ -247,4 +248,44 @@ TEST(reload_refuses_write_access_on_a_read_only_connection)
     CHECK_STR(cur.enforce, "cap");
     cfg_free(&cur);
     cfg_free(&next);
+}
+
+TEST(mode_global_per_domain_and_the_enforce_alias)
+{
+    struct hd_config c;
+    struct cfg_domain d;
+    char err[256];
+
+    CHECK_INT(load("", err, sizeof(err), &c), 0);
+    CHECK_INT(cfg_global_mode(&c), CFG_MODE_HINT);
+    CHECK(!cfg_needs_write(&c));
+    cfg_free(&c);
+    /* enforce = cap is the older spelling of mode = enforce */
+    CHECK_INT(load("enforce = cap\n", err, sizeof(err), &c), 0);
+    CHECK_INT(cfg_global_mode(&c), CFG_MODE_ENFORCE);
+    CHECK(cfg_needs_write(&c));
+    cfg_free(&c);
+    CHECK_INT(load("mode = observe\n[domain web]\nmode = enforce\n[domain db]\nmode = hint\n", err,
+                   sizeof(err), &c),
+              0);
+    CHECK_INT(cfg_check(&c, err, sizeof(err)), 0);
+    CHECK_INT(cfg_global_mode(&c), CFG_MODE_OBSERVE);
+    CHECK(cfg_needs_write(&c)); /* one VM may be capped */
+    CHECK_INT(cfg_domain_settings(&c, "web", "0", NULL, &d), CFG_FROM_CONF);
+    CHECK_INT(d.mode, CFG_MODE_ENFORCE);
+    cfg_domain_settings(&c, "db", "0", NULL, &d);
+    CHECK_INT(d.mode, CFG_MODE_HINT);
+    CHECK_INT(cfg_domain_settings(&c, "other", "0", NULL, &d), 0);
+    CHECK_INT(d.mode, CFG_MODE_OBSERVE);
+    cfg_free(&c);
+    /* observe never caps */
+    CHECK_INT(load("mode = observe\nenforce = cap\n", err, sizeof(err), &c), 0);
+    CHECK_INT(cfg_check(&c, err, sizeof(err)), -EINVAL);
+    CHECK(strstr(err, "observe never caps") != NULL);
+    cfg_free(&c);
+    CHECK_INT(load("mode = watch\n", err, sizeof(err), &c), -EINVAL);
+    CHECK_STR(err, "hostd.conf:1: mode: expected observe, hint or enforce, not \"watch\"");
+    cfg_free(&c);
+    CHECK_INT(load("[domain a]\nmode = off\n", err, sizeof(err), &c), -EINVAL);
+    cfg_free(&c);
 }

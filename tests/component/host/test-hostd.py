@@ -164,7 +164,8 @@ def replay_metadata_policy():
         check(not b["opt_out"] and b["reason"] == "fair-share", "hostd.conf's opt_out = no wins: %s" % b)
         check(b["entitlement"] > a["entitlement"], "weight 5 entitled over weight 3: %s %s" % (a, b))
         sets = {x["name"]: x["settings"] for x in s[1]["domains"]}
-        check(sets["a"] == {"weight": 3, "opt_out": False, "actuator": "channel", "from": ["metadata"]},
+        check(sets["a"] == {"weight": 3, "opt_out": False, "actuator": "channel", "mode": "hint",
+                            "from": ["metadata"]},
               "a's settings: %s" % sets["a"])
         check(sets["b"]["from"] == ["hostd.conf", "metadata"] and sets["b"]["weight"] == 5,
               "b's settings: %s" % sets["b"])
@@ -180,7 +181,7 @@ def replay_metadata_policy():
         write(trace, "\n".join(bad) + "\n")
         s = [json.loads(l) for l in run(["--replay", trace]).stdout.splitlines() if l.strip()]
         sa = [x for x in s[1]["domains"] if x["name"] == "a"][0]
-        check(sa["settings"] == {"opt_out": False, "actuator": "channel", "from": [],
+        check(sa["settings"] == {"opt_out": False, "actuator": "channel", "mode": "hint", "from": [],
                                  "metadata_error": "unknown attribute \"x\""}, "a's settings: %s" % sa["settings"])
         check(sa["decision"]["weight"] != 3, "no weight from an invalid element: %s" % sa["decision"])
 
@@ -999,6 +1000,65 @@ def channel_dry_run_sends_nothing():
         check("dry-run: vm: preferred" in d.log_text(), "decisions logged")
 
     with_delivery(["vm"], {}, iv, body, extra=["--dry-run"])
+
+
+@case
+def clean_stop_releases_guests():
+    """SIGTERM: every hinted guest gets a last hint naming all its vCPUs (reason "release")
+    before hostd exits, and hostd logs it; an opted-out VM, never hinted, gets nothing."""
+    iv = 200 if SLOW == 1 else 1000
+    with tempfile.TemporaryDirectory() as t:
+        conf = os.path.join(t, "hostd.conf")
+        write(conf, "[domain out]\nopt_out = yes\n")
+        d = Delivering(["a", "b", "out"], {}, iv, samples=400, extra=["-c", conf])
+        ok = False
+        try:
+            a, b = d.guests["a"], d.guests["b"]
+            wait_for(lambda: all(g.msgs("hint") and g.msgs("hint")[-1][1]["cpus"] == "0"
+                                 for g in (a, b)), 60, "both busy guests shrunk to 0")
+            check(not d.guests["out"].msgs("hint"), "the opted-out VM is not hinted")
+            d.p.send_signal(signal.SIGTERM)
+            check(d.p.wait(30 * SLOW) == 0, "exit 0 on SIGTERM")
+            for g in (a, b):
+                wait_for(lambda: g.msgs("hint")[-1][1].get("reason") == "release", 10,
+                         "the release hint")
+                last = g.msgs("hint")[-1][1]
+                check(last["cpus"] == "0-1", "released to every vCPU: %s" % last)
+            check(not d.guests["out"].msgs("hint"), "nothing for the opted-out VM")
+            check("released 2 guests to all their vCPUs" in d.log_text(), d.log_text()[-1500:])
+            ok = True
+        finally:
+            if not ok:
+                sys.stdout.write("--- hostd log (tail)\n" + d.log_text()[-4000:] + "\n")
+            d.close()
+            shutil.rmtree(d.dir, ignore_errors=True)
+
+
+@case
+def observe_mode_keeps_guests_whole():
+    """mode = observe: hostd decides and exports (the decision narrows the busy guests) but
+    every hint names all vCPUs (reason "observe"), so guests stay in host mode as without
+    hostd; a [domain] section's mode = hint opts one VM in."""
+    iv = 200 if SLOW == 1 else 1000
+    with tempfile.TemporaryDirectory() as t:
+        conf = os.path.join(t, "hostd.conf")
+        write(conf, "mode = observe\n[domain b]\nmode = hint\n")
+
+        def body(d):
+            a, b = d.guests["a"], d.guests["b"]
+            wait_for(lambda: len(a.msgs("hint")) >= 6 and b.msgs("hint") and
+                     b.msgs("hint")[-1][1]["cpus"] == "0", 60, "six hints to a, b shrunk")
+            st = d.status()
+            da, db = dom_status(st, "a"), dom_status(st, "b")
+            check(da["decision"]["preferred"] == "0", "a's decision is exported: %s" % da)
+            check(da["settings"]["mode"] == "observe" and db["settings"]["mode"] == "hint",
+                  "modes in /status: %s %s" % (da["settings"], db["settings"]))
+            check(st["daemon"]["mode"] == "observe", st["daemon"])
+            hints = [m for _, m, _ in a.msgs("hint")]
+            check(all(m["cpus"] == "0-1" and m["reason"] == "observe" for m in hints),
+                  "observed guest told every vCPU: %s" % hints[-3:])
+
+        with_delivery(["a", "b"], {}, iv, body, extra=["-c", conf])
 
 
 def proc_status(pid):
@@ -2088,12 +2148,14 @@ def agent_backoff_while_failing():
     check(len(gaps) >= 3 and sum(gaps[:3]) >= 6, "intervals between failed attempts: %s\n%s"
           % (["%.1f" % g for g in gaps], "\n".join(fails)))
     check(all(g >= 0.5 for g in gaps), "an attempt per interval at most: %s" % gaps)
+    # (and the release at SIGTERM: every vCPU back through the same agent)
     opens = r.agent.commands.count("guest-file-open")
-    check(opens == len(fails) + 1, "%d guest-file-open for %d failures and one success: %s"
-          % (opens, len(fails), r.agent.commands))
-    check(len(r.agent.writes) == 1 and r.agent.writes[0].strip() in ("0", "1"),
-          "the shrink applied once the agent came back, then nothing to change: %s"
-          % r.agent.writes)
+    check(opens == len(fails) + 2, "%d guest-file-open for %d failures, one success and the "
+          "release: %s" % (opens, len(fails), r.agent.commands))
+    check(len(r.agent.writes) == 2 and r.agent.writes[0].strip() in ("0", "1") and
+          r.agent.writes[1].strip() == "0-1",
+          "the shrink applied once the agent came back, then nothing to change until the "
+          "release at the stop: %s" % r.agent.writes)
 
 
 @case
