@@ -14,7 +14,8 @@
 #include "fallback.h"
 #include "hint.h"
 #include "lease.h"
-#include "sysfs.h"
+#include "mask.h"
+#include "sample.h"
 
 #define AGENT "corehint-guestd/" COREHINT_VERSION
 /* Refusals logged per second; the host may send garbage at line rate. */
@@ -23,7 +24,8 @@
 struct control {
     struct event_base *base;
     const struct config *cfg;
-    struct sysfs sys;
+    struct sampler smp;
+    struct mask_backend mask;
     struct port *port;
     struct lease *lease;
     struct fallback fb;
@@ -31,8 +33,10 @@ struct control {
     struct sample *prev, *cur;
 
     enum ch_mode mode;
-    bool supported, writable;    /* the file exists; it opens for writing */
-    bool busy;                   /* the kernel refused a write with EBUSY: another owner */
+    bool supported, writable; /* the file exists; it opens for writing */
+    bool busy;                /* another owner holds the mask (probe, or EBUSY on a write) */
+    /* the owner the probe named while busy; "" when none or unknown (EBUSY from a write) */
+    char owner[MASK_OWNER_MAX + 1];
     char why[CH_REASON_MAX + 1]; /* why hints cannot be applied, "" when they can */
     int write_err;               /* errno of the last failed tick-time write, 0 after a success */
     ch_cpuset applied;           /* the preferred set in force, as read back */
@@ -90,19 +94,17 @@ static void send_status(struct control *c)
 static bool refresh_writable(struct control *c)
 {
     char why[sizeof(c->why)];
+    struct mask_probe p;
 
-    c->supported = sysfs_supported(&c->sys);
-    c->writable = c->supported && sysfs_writable(&c->sys);
-    /* The steal governor owns the mask while loaded (the kernel answers writes with EBUSY);
-     * one we loaded ourselves we unload before applying a hint. */
-    c->busy = c->writable && !fallback_owns_module(&c->fb) &&
-              sysfs_module_loaded(&c->sys, FALLBACK_MODULE);
-    if (!c->supported)
-        snprintf(why, sizeof(why), "no preferred file");
-    else if (!c->writable)
-        snprintf(why, sizeof(why), "preferred file not writable");
-    else if (c->busy)
-        snprintf(why, sizeof(why), "busy: %s owns the mask", FALLBACK_MODULE);
+    mask_probe(&c->mask, &p);
+    c->supported = p.supported;
+    c->writable = p.supported && p.writable;
+    /* Another owner holds the mask (the kernel answers writes with EBUSY); when it is the
+     * steal_governor we loaded ourselves, we unload it before applying a hint. */
+    c->busy = c->writable && p.busy && !fallback_owns_mask(&c->fb, p.owner);
+    snprintf(c->owner, sizeof(c->owner), "%s", c->busy ? p.owner : "");
+    if (!c->supported || !c->writable || c->busy)
+        snprintf(why, sizeof(why), "%s", p.reason);
     else
         why[0] = '\0';
     if (strcmp(why, c->why) == 0)
@@ -267,13 +269,15 @@ static void apply_hint(struct control *c, const struct ch_hint *h)
     if (c->busy && refresh_writable(c))
         send_hello(c); /* the other owner let go */
     if (c->busy) {
-        refuse(c, h->seq, "busy",
-               "the preferred set is owned by " FALLBACK_MODULE
-               ", loaded by someone else; unload it to let the host steer");
+        snprintf(msg, sizeof(msg),
+                 "the preferred set is owned by %s, loaded by someone else; unload it to let "
+                 "the host steer",
+                 c->owner[0] ? c->owner : "another owner");
+        refuse(c, h->seq, "busy", msg);
         return;
     }
     /* Hotplug may have happened since the last interval: judge against the kernel's now. */
-    if (sysfs_read_online(&c->sys, &online) < 0)
+    if (sample_read_online(&c->smp, &online) < 0)
         online = c->cur->online;
     enum hint_verdict v = hint_check(h, &online, &c->cur->isolated, c->last_seq, msg, sizeof(msg));
     if (v != HINT_OK) {
@@ -291,13 +295,14 @@ static void apply_hint(struct control *c, const struct ch_hint *h)
         c->has_waiting = true;
         return;
     }
-    int rc = sysfs_write_preferred(&c->sys, &h->cpus);
+    int rc = mask_write(&c->mask, &h->cpus);
     if (rc < 0) {
-        snprintf(msg, sizeof(msg), "writing %.160s: %s", c->sys.preferred,
+        snprintf(msg, sizeof(msg), "writing %.160s: %s", mask_where(&c->mask),
                  rc == -EIO ? "read back a different set" : strerror(-rc));
         if (rc == -EBUSY) {
             /* An owner appeared that the module check did not see: say so in a hello. */
             c->busy = true;
+            c->owner[0] = '\0';
             snprintf(c->why, sizeof(c->why), "busy: the kernel refused the write (EBUSY)");
             log_msg(LOG_LVL_WARN, "host hints cannot be applied: %s", c->why);
             send_hello(c);
@@ -365,8 +370,7 @@ static void on_modprobe_done(void *arg, int rc)
 
     if (!c->has_waiting) {
         /* A load: the module reset the set to every active CPU; say so now, not next tick. */
-        if (c->supported && sysfs_read_preferred(&c->sys, &now) == 0 &&
-            !ch_cpuset_equal(&now, &c->applied)) {
+        if (c->supported && mask_read(&c->mask, &now) == 0 && !ch_cpuset_equal(&now, &c->applied)) {
             c->applied = now;
             send_status(c);
         }
@@ -377,7 +381,7 @@ static void on_modprobe_done(void *arg, int rc)
      * write with EBUSY) or the file may have gone: the host hears of it in a hello. */
     if (refresh_writable(c) && c->port && port_connected(c->port))
         send_hello(c);
-    if (rc < 0 && sysfs_module_loaded(&c->sys, FALLBACK_MODULE))
+    if (rc < 0 && fallback_module_loaded(c->cfg))
         refuse(c, c->waiting.seq, "busy",
                "cannot unload " FALLBACK_MODULE ", which owns the preferred set");
     else
@@ -477,7 +481,7 @@ static bool follow_hotplug(struct control *c)
         ch_cpuset_set(&want, (unsigned)hk);
     if (ch_cpuset_equal(&want, &c->applied))
         return false;
-    int rc = sysfs_write_preferred(&c->sys, &want);
+    int rc = mask_write(&c->mask, &want);
     if (rc < 0) {
         if (-rc != c->write_err)
             log_msg(LOG_LVL_ERR, "hotplug: cannot write the preferred set: %s (said once)",
@@ -501,14 +505,13 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
     c->prev = c->cur;
     c->cur = t;
-    if (sysfs_sample(&c->sys, c->cur) < 0) {
-        log_msg(LOG_LVL_WARN, "cannot read %s; keeping the last sample", c->sys.online);
+    if (sample_take(&c->smp, c->cur) < 0) {
+        log_msg(LOG_LVL_WARN, "cannot read %s; keeping the last sample", c->smp.online);
         *c->cur = *c->prev;
     }
     if (c->prev->have_stat && c->cur->have_stat)
         governor_steal(&c->prev->stat, &c->cur->stat, &c->cur->online, &c->steal);
-    if (c->supported && sysfs_read_preferred(&c->sys, &now) == 0 &&
-        !ch_cpuset_equal(&now, &c->applied)) {
+    if (c->supported && mask_read(&c->mask, &now) == 0 && !ch_cpuset_equal(&now, &c->applied)) {
         c->applied = now; /* the kernel dropped an offlined CPU, or someone else wrote */
         changed = true;
     }
@@ -559,11 +562,12 @@ struct control *control_new(struct event_base *base, const struct config *cfg)
     c->lease = lease_new(base, on_lease_expired, c);
     c->tick = event_new(base, -1, EV_PERSIST, on_tick, c);
     if (!c->prev || !c->cur || !c->lease || !c->tick ||
-        sysfs_init(&c->sys, cfg->sysfs_root, cfg->proc_root) < 0) {
+        sample_init(&c->smp, cfg->sysfs_root, cfg->proc_root) < 0 ||
+        mask_sysfs_open(&c->mask, cfg->sysfs_root) < 0) {
         control_free(c);
         return NULL;
     }
-    fallback_init(&c->fb, cfg, &c->sys);
+    fallback_init(&c->fb, cfg, &c->mask);
     if (!c->once && fallback_attach(&c->fb, base, on_modprobe_done, c) < 0) {
         control_free(c);
         return NULL;
@@ -585,21 +589,21 @@ static int arm_tick(struct control *c)
 
 int control_start(struct control *c)
 {
-    int rc = sysfs_sample(&c->sys, c->cur);
+    int rc = sample_take(&c->smp, c->cur);
 
     if (rc < 0) {
-        log_msg(LOG_LVL_ERR, "cannot read the online CPUs from %s: %s", c->sys.online,
+        log_msg(LOG_LVL_ERR, "cannot read the online CPUs from %s: %s", c->smp.online,
                 strerror(-rc));
         return rc;
     }
     if (!c->cur->have_stat)
-        log_msg(LOG_LVL_WARN, "cannot read %s: no steal measurement", c->sys.proc_stat);
+        log_msg(LOG_LVL_WARN, "cannot read %s: no steal measurement", c->smp.proc_stat);
     refresh_writable(c);
     if (c->supported)
-        sysfs_read_preferred(&c->sys, &c->applied);
+        mask_read(&c->mask, &c->applied);
     if (!c->supported || (!c->writable && c->cfg->fallback != FALLBACK_KERNEL)) {
-        log_msg(LOG_LVL_WARN, "%s %s: mode unsupported, nothing will be written", c->sys.preferred,
-                c->supported ? "is not writable" : "does not exist");
+        log_msg(LOG_LVL_WARN, "%s %s: mode unsupported, nothing will be written",
+                mask_where(&c->mask), c->supported ? "is not writable" : "does not exist");
         c->mode = CH_MODE_UNSUPPORTED;
     } else {
         /* No lease yet: the guest looks after itself until the host speaks. */
@@ -634,8 +638,6 @@ void control_reconfigure(struct control *c, const struct config *cfg)
 
 int control_stop(struct control *c)
 {
-    int rc = 0;
-
     lease_cancel(c->lease);
     event_del(c->tick);
     if (c->once)
@@ -647,14 +649,9 @@ int control_stop(struct control *c)
     fallback_leave(&c->fb);
     if (!c->supported || !c->writable)
         return 0;
-    ch_cpuset online;
-    if ((rc = sysfs_read_online(&c->sys, &online)) < 0 ||
-        (rc = sysfs_write_preferred(&c->sys, &online)) < 0) {
-        log_msg(LOG_LVL_ERR, "cannot restore the full online set: %s", strerror(-rc));
-        return rc;
-    }
-    log_msg(LOG_LVL_INFO, "restored every online CPU as preferred");
-    return 0;
+    /* Written even when every CPU is preferred already: a request of ours may stand behind
+     * that (mask_restore()). */
+    return mask_restore(&c->mask);
 }
 
 int control_once_result(const struct control *c, FILE *out)
@@ -671,6 +668,7 @@ void control_free(struct control *c)
     if (c->tick)
         event_free(c->tick);
     fallback_detach(&c->fb);
+    mask_close(&c->mask);
     lease_free(c->lease);
     free(c->prev);
     free(c->cur);

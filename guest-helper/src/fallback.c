@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -61,17 +62,27 @@ static void marker_clear(const struct config *cfg)
         log_msg(LOG_LVL_WARN, "fallback: cannot remove %s: %s", path, strerror(errno));
 }
 
-void fallback_init(struct fallback *f, const struct config *cfg, const struct sysfs *sys)
+bool fallback_module_loaded(const struct config *cfg)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    int n = snprintf(path, sizeof(path), "%s/module/%s", cfg->sysfs_root, FALLBACK_MODULE);
+
+    return n > 0 && (size_t)n < sizeof(path) && stat(path, &st) == 0;
+}
+
+void fallback_init(struct fallback *f, const struct config *cfg, const struct mask_backend *mask)
 {
     memset(f, 0, sizeof(*f));
     f->cfg = cfg;
-    f->sys = sys;
+    f->mask = mask;
     f->kind = cfg->fallback;
     if (!marker_exists(cfg))
         return;
-    if (sysfs_module_loaded(sys, FALLBACK_MODULE)) {
+    if (fallback_module_loaded(cfg)) {
         /* An earlier guestd loaded it and did not get to unload it (killed, crashed). */
-        log_msg(LOG_LVL_INFO, "fallback: %s was loaded by an earlier corehint-guestd; ours to unload",
+        log_msg(LOG_LVL_INFO,
+                "fallback: %s was loaded by an earlier corehint-guestd; ours to unload",
                 FALLBACK_MODULE);
         f->module_ours = true;
     } else {
@@ -147,13 +158,14 @@ int fallback_run(const char *const argv[])
 static void loaded(struct fallback *f, int rc)
 {
     if (rc == 0) {
-        log_msg(LOG_LVL_INFO, "fallback: loaded %s (interval_ms=%u high_threshold=%u "
-                              "low_threshold=%u)",
+        log_msg(LOG_LVL_INFO,
+                "fallback: loaded %s (interval_ms=%u high_threshold=%u "
+                "low_threshold=%u)",
                 FALLBACK_MODULE, f->cfg->interval_ms, f->cfg->high, f->cfg->low);
         f->module_ours = true;
         return;
     }
-    if (!sysfs_module_loaded(f->sys, FALLBACK_MODULE))
+    if (!fallback_module_loaded(f->cfg))
         marker_clear(f->cfg);
     log_msg(LOG_LVL_WARN, "fallback: %s unavailable, using the local governor instead",
             FALLBACK_MODULE);
@@ -175,8 +187,8 @@ static void start_unload(struct fallback *f);
 static void child_done(struct fallback *f, int status, bool timed_out)
 {
     bool load = f->child_loads;
-    int rc = timed_out ? -ETIMEDOUT
-                       : verdict(f->cfg->modprobe, load ? FALLBACK_MODULE : "-r", status);
+    int rc =
+        timed_out ? -ETIMEDOUT : verdict(f->cfg->modprobe, load ? FALLBACK_MODULE : "-r", status);
 
     f->child = 0;
     evtimer_del(f->ev_timeout);
@@ -305,6 +317,11 @@ bool fallback_owns_module(const struct fallback *f)
     return f->module_ours || (f->child > 0 && f->child_loads);
 }
 
+bool fallback_owns_mask(const struct fallback *f, const char *owner)
+{
+    return owner && strcmp(owner, FALLBACK_MODULE) == 0 && fallback_owns_module(f);
+}
+
 /* Synchronous unload, for --restore and for switching fallback kinds. */
 static int unload_module(const struct config *cfg)
 {
@@ -317,11 +334,11 @@ static int unload_module(const struct config *cfg)
     return rc;
 }
 
-int fallback_unload_module(const struct config *cfg, const struct sysfs *sys)
+int fallback_unload_module(const struct config *cfg)
 {
     bool ours = marker_exists(cfg);
 
-    if (!sysfs_module_loaded(sys, FALLBACK_MODULE)) {
+    if (!fallback_module_loaded(cfg)) {
         if (ours)
             marker_clear(cfg);
         return 0;
@@ -336,7 +353,7 @@ int fallback_unload_module(const struct config *cfg, const struct sysfs *sys)
 
 static int write_set(const struct fallback *f, const ch_cpuset *want, ch_cpuset *applied)
 {
-    int rc = sysfs_write_preferred(f->sys, want);
+    int rc = mask_write(f->mask, want);
     if (rc < 0)
         return rc;
     bool changed = !ch_cpuset_equal(applied, want);
@@ -356,15 +373,16 @@ int fallback_enter(struct fallback *f, const struct sample *cur, ch_cpuset *appl
     case FALLBACK_LOCAL:
         break; /* the first step comes with the next interval's sample */
     case FALLBACK_KERNEL:
-        if (sysfs_module_loaded(f->sys, FALLBACK_MODULE)) {
+        if (fallback_module_loaded(f->cfg)) {
             if (!f->module_ours)
-                log_msg(LOG_LVL_INFO, "fallback: %s is already loaded by someone else; leaving "
-                                      "it alone",
+                log_msg(LOG_LVL_INFO,
+                        "fallback: %s is already loaded by someone else; leaving "
+                        "it alone",
                         FALLBACK_MODULE);
             break;
         }
         if (f->child > 0)
-            break; /* a load or unload still runs; its end decides */
+            break;      /* a load or unload still runs; its end decides */
         load_module(f); /* loaded() falls back to the local governor on failure */
         rc = 0;
         break;
@@ -373,7 +391,7 @@ int fallback_enter(struct fallback *f, const struct sample *cur, ch_cpuset *appl
         break;
     }
     ch_cpuset now;
-    if (sysfs_read_preferred(f->sys, &now) == 0)
+    if (mask_read(f->mask, &now) == 0)
         *applied = now;
     return rc < 0 ? rc : 0;
 }
@@ -407,7 +425,7 @@ int fallback_tick(struct fallback *f, const struct sample *prev, const struct sa
     case FALLBACK_KERNEL: {
         /* The module owns the file; report what it did. */
         ch_cpuset now;
-        if (sysfs_read_preferred(f->sys, &now) < 0 || ch_cpuset_equal(&now, applied))
+        if (mask_read(f->mask, &now) < 0 || ch_cpuset_equal(&now, applied))
             return 0;
         *applied = now;
         return 1;

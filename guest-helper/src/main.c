@@ -16,9 +16,9 @@
 #include "corehint/log.h"
 #include "corehint/proto.h"
 #include "fallback.h"
+#include "mask.h"
 #include "notify.h"
 #include "port.h"
-#include "sysfs.h"
 
 struct daemon {
     int argc;
@@ -28,6 +28,7 @@ struct daemon {
     struct event_base *base;
     struct control *control;
     struct port *port;
+    struct event *watchdog; /* WATCHDOG=1 every half of $WATCHDOG_USEC, when systemd asks */
 };
 
 static void on_stop(evutil_socket_t sig, short what, void *arg)
@@ -58,25 +59,49 @@ static void on_reload(evutil_socket_t sig, short what, void *arg)
     notify_send("READY=1");
 }
 
+/*
+ * --restore (ExecStopPost=, or by hand after a crash): unload a steal_governor of ours, then
+ * release the mask, written even when it already reads as every online CPU.  When an in-kernel
+ * policy someone else loaded owns the mask (EBUSY) this exits 0: its claim ended our request,
+ * and its unload makes every CPU preferred again (README.md, "Restore and the watchdog").
+ */
 static int restore(const struct config *cfg)
 {
-    struct sysfs sys;
-    ch_cpuset online;
+    struct mask_backend mask;
     int rc;
 
-    if ((rc = sysfs_init(&sys, cfg->sysfs_root, cfg->proc_root)) < 0)
+    if ((rc = mask_sysfs_open(&mask, cfg->sysfs_root)) < 0) {
+        log_msg(LOG_LVL_ERR, "cannot restore: %s", strerror(-rc));
         return rc;
-    fallback_unload_module(cfg, &sys);
-    if (!sysfs_supported(&sys)) {
-        log_msg(LOG_LVL_INFO, "%s does not exist: nothing to restore", sys.preferred);
+    }
+    fallback_unload_module(cfg);
+    rc = mask_restore(&mask);
+    mask_close(&mask);
+    return rc;
+}
+
+static void on_watchdog(evutil_socket_t fd, short what, void *arg)
+{
+    notify_send("WATCHDOG=1");
+}
+
+/* systemd's WatchdogSec=: a keep-alive from the loop at half the period, as sd_notify(3)
+ * advises.  A loop that hangs stops sending, and systemd kills and restarts the daemon (whose
+ * ExecStopPost= --restore gives every CPU back). */
+static int start_watchdog(struct daemon *d)
+{
+    uint64_t usec = notify_watchdog_usec();
+
+    if (!usec)
         return 0;
-    }
-    if ((rc = sysfs_read_online(&sys, &online)) < 0 ||
-        (rc = sysfs_write_preferred(&sys, &online)) < 0) {
-        log_msg(LOG_LVL_ERR, "cannot restore %s: %s", sys.preferred, strerror(-rc));
-        return rc;
-    }
-    log_msg(LOG_LVL_INFO, "restored every online CPU as preferred");
+    usec /= 2;
+    struct timeval tv = {.tv_sec = (time_t)(usec / 1000000),
+                         .tv_usec = (suseconds_t)(usec % 1000000)};
+    d->watchdog = event_new(d->base, -1, EV_PERSIST, on_watchdog, d);
+    if (!d->watchdog || event_add(d->watchdog, &tv) < 0)
+        return -ENOMEM;
+    log_msg(LOG_LVL_DEBUG, "watchdog: WATCHDOG=1 every %llu ms", (unsigned long long)usec / 1000);
+    notify_send("WATCHDOG=1");
     return 0;
 }
 
@@ -103,6 +128,8 @@ static int run(struct daemon *d)
     for (unsigned i = 0; i < 3; i++)
         if (!sig[i] || event_add(sig[i], NULL) < 0)
             goto cleanup;
+    if (cfg->action == ACTION_RUN && (rc = start_watchdog(d)) < 0)
+        goto cleanup;
     if ((rc = control_start(d->control)) < 0)
         goto cleanup;
     port_start(d->port);
@@ -120,6 +147,8 @@ cleanup:
     for (unsigned i = 0; i < 3; i++)
         if (sig[i])
             event_free(sig[i]);
+    if (d->watchdog)
+        event_free(d->watchdog);
     port_free(d->port);
     control_free(d->control);
     if (d->base)

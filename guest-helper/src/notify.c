@@ -32,3 +32,24 @@ int notify_send(const char *state)
     close(fd);
     return rc;
 }
+
+uint64_t notify_watchdog_usec(void)
+{
+    const char *usec = getenv("WATCHDOG_USEC");
+    const char *pid = getenv("WATCHDOG_PID");
+    char *end;
+
+    if (!usec || !*usec)
+        return 0;
+    if (pid && *pid) {
+        errno = 0;
+        unsigned long long p = strtoull(pid, &end, 10);
+        if (errno || *end || p != (unsigned long long)getpid())
+            return 0;
+    }
+    errno = 0;
+    unsigned long long v = strtoull(usec, &end, 10);
+    if (errno || *end || usec[0] == '-')
+        return 0;
+    return (uint64_t)v;
+}
