@@ -50,6 +50,9 @@ static const struct knob knobs[] = {
     KD("saturated", saturated, 0.5, 1.0, "busy share of k at which demand is censored"),
     KD("grow_margin", grow_margin, 0.0, 1.0,
        "CPUs an entitlement (with headroom) must exceed a shrunk guest's count by to grow it"),
+    KD("hold_band", hold_band, 0.0, 0.5,
+       "share of its count an entitlement (with headroom) must pass it by, up or down, to change "
+       "a contended guest's count (at least grow_margin CPUs)"),
     KU("claim_after", claim_after, 1, 1000,
        "intervals a saturated VM is held under its fair share before the pool is shared fairly"),
     KU("release_after", release_after, 1, 1000,
@@ -142,6 +145,7 @@ void cfg_defaults(struct hd_config *c)
     c->replace_margin = 0.25;
     c->uncontend_margin = 0.15;
     c->grow_margin = 0.2;
+    c->hold_band = 0.1;
     c->claim_after = 2;
     c->release_after = 2;
     c->compliance_run = 0.05;

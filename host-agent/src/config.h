@@ -58,19 +58,20 @@ struct hd_config {
     /* sampling */
     unsigned interval_ms;
     /* policy */
-    double target_utilisation;     /* share of a pool's pCPUs the VMs may fill */
-    double headroom;               /* added to the entitlement before rounding up to vCPUs */
-    unsigned min_cpus;             /* never prefer fewer vCPUs than this */
-    unsigned shrink_after;         /* intervals of contention before a shrink takes effect */
-    bool use_shares;               /* weight from libvirt <shares> when the XML sets it */
-    bool metadata_agent;           /* domain metadata may choose a qemu-ga actuator */
-    double saturated;              /* preferred vCPUs busier than this share of k are censored */
-    double replace_margin;         /* CPUs a fresh placement must save on the busiest pCPU */
-    double uncontend_margin;       /* a contended pool ends contention below cap * (1 - this) */
-    double grow_margin;            /* CPUs past its count before a shrunk guest grows */
-    unsigned claim_after;          /* intervals a censored VM waits under its fair share */
-    unsigned release_after;        /* quiet intervals that end a pool's contention */
-    double compliance_run;         /* a non-preferred vCPU running more than this is a violation */
+    double target_utilisation; /* share of a pool's pCPUs the VMs may fill */
+    double headroom;           /* added to the entitlement before rounding up to vCPUs */
+    unsigned min_cpus;         /* never prefer fewer vCPUs than this */
+    unsigned shrink_after;     /* intervals of contention before a shrink takes effect */
+    bool use_shares;           /* weight from libvirt <shares> when the XML sets it */
+    bool metadata_agent;       /* domain metadata may choose a qemu-ga actuator */
+    double saturated;          /* preferred vCPUs busier than this share of k are censored */
+    double replace_margin;     /* CPUs a fresh placement must save on the busiest pCPU */
+    double uncontend_margin;   /* a contended pool ends contention below cap * (1 - this) */
+    double grow_margin;        /* CPUs past its count before a shrunk guest grows */
+    double hold_band;       /* share of its count need must move by to change it (>= grow_margin) */
+    unsigned claim_after;   /* intervals a censored VM waits under its fair share */
+    unsigned release_after; /* quiet intervals that end a pool's contention */
+    double compliance_run;  /* a non-preferred vCPU running more than this is a violation */
     unsigned compliance_intervals; /* consecutive violating intervals = non-compliant */
     /* delivery */
     unsigned lease_intervals; /* hint lease in intervals */

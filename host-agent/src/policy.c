@@ -298,12 +298,40 @@ static void prepare(struct work *w, unsigned shares_default, const struct hd_con
 #define CLAIM_BACKOFF_MAX 8
 #define CLAIM_WAIT_MAX 3
 
-/* The count an entitlement gives a contended VM: its CPUs plus headroom, rounded up, to whole
- * cores, at least min_cpus. */
-static unsigned contended_count(const struct work *w, double entitlement, const struct hd_config *cfg)
+#define HOLD_FOLLOW 0.25
+
+/*
+ * The need (entitlement + headroom) a contended VM's count follows: while the new one stays
+ * within hold_band of the previous one (at least grow_margin CPUs), an average moving a
+ * quarter of the way each interval; beyond it, the new one.  Entitlements move with
+ * the pool's water level and with the readings' noise, and an entitlement wobbling around a
+ * whole number (11.0 of a 16-vCPU VM, 0.96 + headroom of a 2-vCPU one) flipped the count every
+ * few intervals; a real step moves the need by far more than the band and is taken at once.
+ */
+static double held_need(const struct work *w, double need, const struct hd_config *cfg)
+{
+    const struct pol_decision *p = w->prev;
+    double band;
+
+    if (!p || !p->contended || p->held_need <= 0)
+        return need;
+    band = cfg->hold_band * p->held_need;
+    if (band < cfg->grow_margin)
+        band = cfg->grow_margin;
+    if (fabs(need - p->held_need) > band)
+        return need;
+    /* inside the band it follows the need slowly, so that a lasting small change (a VM held
+     * one vCPU above a fair share just under a whole number) is still made, once */
+    return p->held_need + HOLD_FOLLOW * (need - p->held_need);
+}
+
+/* The count an entitlement gives a contended VM: its held need, rounded up, to whole cores,
+ * at least min_cpus. */
+static unsigned contended_count(const struct work *w, double entitlement,
+                                const struct hd_config *cfg)
 {
     unsigned n = w->d->nvcpu, k;
-    double need = entitlement * (1 + cfg->headroom);
+    double need = held_need(w, entitlement * (1 + cfg->headroom), cfg);
     double want = ceil(need - EPS);
 
     /* Growing a shrunk guest takes a clear step past its current count: an entitlement
@@ -347,12 +375,12 @@ static void claim_fair(struct work *v, unsigned n, double cap, const struct hd_c
             /* the claim went unused: wait four times as long for the next one */
             o->claim_misses += o->claim_misses + 2 <= CLAIM_BACKOFF_MAX ? 2 : 0;
             o->miss_demand = w->d->demand;
-        } else if (o->claim_misses && ((judge && o->censored) ||
-                                       w->d->demand >= o->miss_demand + 0.5)) {
+        } else if (o->claim_misses &&
+                   ((judge && o->censored) || w->d->demand >= o->miss_demand + 0.5)) {
             o->claim_misses = 0; /* it used a claim, or shows more than when it missed */
         }
-        it[m++] = (struct wf_item){w, o->censored || pending ? w->d->nvcpu : w->d->demand,
-                                   o->weight, 0};
+        it[m++] =
+            (struct wf_item){w, o->censored || pending ? w->d->nvcpu : w->d->demand, o->weight, 0};
     }
     waterfill(it, m, cap);
     for (unsigned i = 0; i < m; i++) {
@@ -459,6 +487,8 @@ static void decide_count(struct work *w, const struct hd_config *cfg)
         return;
     }
     target = o->contended ? contended_count(w, o->entitlement, cfg) : n;
+    if (o->contended)
+        o->held_need = held_need(w, o->entitlement * (1 + cfg->headroom), cfg);
     /* A quiet interval of a contended pool (calm_streak) grows guests but shrinks nobody:
      * contention that comes and goes must not shrink anybody by the quiet halves. */
     if (o->calm_streak && target < w->prev_k)

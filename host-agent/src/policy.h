@@ -30,6 +30,8 @@ struct pol_decision {
     double demand;       /* measured demand, CPUs */
     double weight;
     double entitlement; /* fair share, CPUs; = demand when uncontended */
+    double held_need;   /* contended: the need (entitlement + headroom) its count follows,
+                           moved only by more than hold_band of itself (0 = none yet) */
     unsigned target;    /* preferred count the entitlement asks for before hysteresis */
     unsigned pool;
     bool contended; /* the VM's pool is over capacity */

@@ -62,15 +62,15 @@ static const struct known {
     {PR_WORST, SC_PINNED, 0, 20},
     {PR_WORST, SC_MIXED, 0, 20},
     {PR_WORST, SC_NUMA, 256, 20},
-    /* no magnitude band on shrinks */
-    {PR_FLAP, -1, 0, 10},
+    /* the held need (hold_band) took the noise's flapping away (0.9-3.0 changes per VM-minute
+     * at +-10 % before it, 0.000-0.055 after); what is left here is claim_fair's probing after
+     * the rise step (counts 1 -> 5 -> 4, 10-18 intervals after it): issue #37's finding 7 */
+    {PR_FLAP, SC_FLOATING, 64, 10},
     /* claim_after probing (3 decisions without noise), and flapping that never settles */
     {PR_SETTLE, -1, 0, 10},
     {PR_SETTLE, -1, 0, 20},
     {PR_SETTLE, -1, 256, 0},
     {PR_SETTLE, SC_PINNED, 64, 0},
-    /* the release after the host-wide drop takes 13 intervals at +-20 % noise */
-    {PR_NARROW, SC_NUMA, 256, 20},
 };
 
 struct opts {
