@@ -1,9 +1,10 @@
 #!/bin/bash
 # Scenario 3: hostd stops.  With two contended guests shrunk by hostd, hostd is stopped with
-# SIGTERM: after the lease (3 intervals) both guests report fallback mode on their console and
-# their local governor takes over (no steal clock under TCG, so it grows them back to the full
-# set one core per interval).  hostd restarted: both back in host mode and shrunk again.  Then
-# the same with SIGKILL.
+# SIGTERM: it releases both to every vCPU at once (a last hint), and after the lease (3
+# intervals) both report fallback mode on their console.  hostd restarted: both back in host
+# mode and shrunk again.  Then SIGKILL: no release; after the lease both fall back and their
+# local governor takes over (no steal clock under TCG, so it grows them back to the full set
+# one core per interval).
 . "$(dirname "$0")/../lib.sh"
 interval_ms=1000
 lease_s=$((3 * interval_ms / 1000))
@@ -31,10 +32,16 @@ stop_and_fall_back() { # signal
     mb=$(e2e_console_mark b)
     wa=$(e2e_vcpu_wait_ns a)
     wb=$(e2e_vcpu_wait_ns b)
+    local mh
+    mh=$(wc -l <"$E2E_DIR/hostd.log")
     kill -"$sig" "$E2E_HOSTD_PID"
     wait "$E2E_HOSTD_PID" 2>/dev/null
     t0=$SECONDS
     e2e_log "hostd stopped with SIG$sig"
+    if [ "$sig" = TERM ]; then
+        tail -n +"$((mh + 1))" "$E2E_DIR/hostd.log" | grep -q "released 2 guests to all their vCPUs" ||
+            e2e_fail "hostd did not release both guests at its clean stop"
+    fi
     for g in a b; do
         m=$ma w0=$wa
         [ $g = b ] && m=$mb w0=$wb
@@ -42,6 +49,14 @@ stop_and_fall_back() { # signal
         e2e_wait_console_running "$g" "mode host -> fallback" $((lease_s + 3)) "$m" "$w0" >/dev/null ||
             e2e_fail "guest $g did not enter fallback within the lease (+3 s) after SIG$sig (its vCPUs queued $E2E_QUEUED_S s more meanwhile)"
         e2e_log "ok: guest $g in fallback $((SECONDS - t0)) s after SIG$sig (vCPU queued ${E2E_QUEUED_S} s)"
+        if [ "$sig" = TERM ]; then
+            # a clean stop released it to every vCPU at once (a last hint, reason release):
+            # its local governor, with no steal, has nothing to grow and writes nothing
+            e2e_wait_console "$g" "^CH preferred=0-1 " 30 "$m" >/dev/null ||
+                e2e_fail "guest $g: not released to 0-1 by hostd's clean stop"
+            e2e_log "ok: guest $g released to 0-1 by the clean stop ($((SECONDS - t0)) s after SIGTERM)"
+            continue
+        fi
         # its first step needs two /proc/stat samples: up to two intervals after the fallback.
         # A set without the first housekeeping CPU (the host may have chosen vCPU 1) is first
         # repaired to hold it, which fills a 2-vCPU guest: that step says "hold".
