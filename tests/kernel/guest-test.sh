@@ -48,10 +48,11 @@ BAD_DMESG='WARNING:|BUG:|kernel BUG|Oops|Call Trace|no longer affine'
 # /proc/stat, and a vCPU the host does not run takes none. (Steal is left out:
 # a tick that accounts injected steal at least as long as itself accounts
 # nothing else.)
-# The waits and samples below run no programs (read builtins): exec balancing
-# does not know the preferred CPUs (sched_exec() calls the class's
-# select_task_rq() directly), so every program started moves to an idle CPU,
-# often CPU 2, and is counted in pushes when the tick finds it there.
+# The waits and samples below run no programs (read builtins), so that they
+# measure only what they mean to: before 0017 exec balancing did not know the
+# preferred CPUs (sched_exec() calls the class's select_task_rq() directly),
+# and every program started moved to an idle CPU, often CPU 2, and was counted
+# in pushes when the tick found it there (exec_stays_preferred checks it).
 # up_cs: in $now, centiseconds since boot
 up_cs() { read -r _up _ < /proc/uptime; now=${_up%.*}${_up#*.}; }
 # deadline SECONDS: from now on, past is true once SECONDS have gone by
@@ -301,6 +302,19 @@ until ticked "0 1 2"; [ $tk -ge 300 ] || past; do nap 0.2; done
 stat_val pushes; p_e=$sv; up_cs; t_e=$now
 [ $tk -ge 300 ] && [ $((p_e - p_s)) -le 3 ]
 check pushes_bounded_at_steady_state $? "$((p_e - p_s)) pushes (at most 3) in $((tk * 10)) ms of CPUs 0-2's ticks (at least 3000; $(( (t_e - t_s) * 10 )) ms of uptime) with the 4 loops settled on 0-1"
+
+# --- exec follows the hint ---------------------------------------------------
+# 300 programs started one after another (each a fork and an exec of busybox)
+# while the four loops keep the preferred CPUs 0-1 busy and CPU 2 is idle: the
+# fork lands on a preferred CPU (select_task_rq()), and exec balancing
+# (sched_exec(), find_idlest_group()) must not move the new program to the idle
+# non-preferred CPU 2. Measured in CPU 2's busy ticks (each tick that found a
+# task there) and in pushes (each such task the tick pushed back).
+tick_read; b0=$tb2; stat_val pushes; p_x=$sv; up_cs; t_x=$now
+i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i + 1)); done
+tick_read; b=$((tb2 - b0)); stat_val pushes; p=$((sv - p_x)); up_cs
+[ $b -le 5 ] && [ $p -le 5 ]
+check exec_stays_preferred $? "300 execs in $(( (now - t_x) * 10 )) ms with CPUs 0-1 busy: CPU 2 busy for $((b * 10)) ms of its ticks (at most 50), $p pushes (at most 5)"
 
 # a few short-lived tasks to exercise wakeup/fork placement
 for _ in 1 2 3 4 5 6 7 8 9 10; do sleep 0.02; done

@@ -847,20 +847,20 @@ def unload_refusal(hint_cpus, during, code, after=None):
     try:
         host.accept()
         host.expect(type="status", mode="fallback")
-        wait_for(lambda: os.path.isdir(mod), 5, "steal_governor loaded at start (no lease)")
+        wait_for(lambda: os.path.isdir(mod), 20, "steal_governor loaded at start (no lease)")
         host.send(hello(A))
         host.expect(type="hello")
         open(os.path.join(tree.root, "hold"), "w").close()
         hint2(host, A, 1, hint_cpus)
-        wait_for(lambda: os.path.exists(os.path.join(tree.root, "unloading")), 5,
+        wait_for(lambda: os.path.exists(os.path.join(tree.root, "unloading")), 20,
                  "the hint to wait for modprobe -r")
         during(tree, host, extra)
         open(os.path.join(tree.root, "go"), "w").close()
-        e = host.expect(type="error", seq=1, timeout=5)
+        e = host.expect(type="error", seq=1, timeout=20)
         check(e["code"] == code, "the waiting hint refused as %s: %s" % (code, e))
         check(tree.preferred() != hint_cpus + "\n", "the refused set not written")
         if code != "busy":   # (an operator's module is left alone: nothing to load)
-            wait_for(lambda: os.path.isdir(mod), 5,
+            wait_for(lambda: os.path.isdir(mod), 20,
                      "the fallback entered again after the refusal: steal_governor loaded again")
             with open(log) as f:
                 calls = [l.split()[0] for l in f]
@@ -889,7 +889,7 @@ def unload_then_unknown_session():
     def after(tree, host, d, extra, mod, log):
         open(os.path.join(tree.root, "hold"), "w").close()
         hint2(host, B, 1, "0-2")
-        wait_for(lambda: os.path.exists(os.path.join(tree.root, "unloading")), 5,
+        wait_for(lambda: os.path.exists(os.path.join(tree.root, "unloading")), 20,
                  "the new session's hint to wait for modprobe -r")
         open(os.path.join(tree.root, "go"), "w").close()
         s = host.expect(type="status", seq=1, mode="host", timeout=5)
@@ -908,9 +908,9 @@ def unload_then_cpu_gone():
     def after(tree, host, d, extra, mod, log):
         Tree.write(os.path.join(tree.root, "none.conf"), "fallback = local\n")
         d.signal(signal.SIGHUP)
-        wait_for(lambda: "fallback kernel -> local (configuration reloaded)" in d.log_text(), 5,
+        wait_for(lambda: "fallback kernel -> local (configuration reloaded)" in d.log_text(), 20,
                  "the reload to switch the running fallback")
-        wait_for(lambda: not os.path.isdir(mod), 5, "steal_governor unloaded by the reload")
+        wait_for(lambda: not os.path.isdir(mod), 20, "steal_governor unloaded by the reload")
     unload_refusal("2-3", during, "not-online", after)
 
 
@@ -940,7 +940,7 @@ def unload_then_busy():
 
     def after(tree, host, d, extra, mod, log):
         check(tree.preferred() == "0-3\n", "nothing written over the operator's module")
-        wait_for(lambda: "already loaded by someone else" in d.log_text(), 5,
+        wait_for(lambda: "already loaded by someone else" in d.log_text(), 20,
                  "the fallback entered again, the operator's module left alone")
         check(os.path.isdir(mod), "the operator's module stays loaded")
         check("host hints cannot be applied: busy" in d.log_text(), "busy is logged")
