@@ -576,15 +576,49 @@ static double busiest(const double *load, const struct model_pool *pool)
     return max;
 }
 
+/* The most load the shrunk VMs placed here put on one pCPU of the pool beyond what it can
+ * serve: placed minus the larger of one CPU and base, the load before they were placed.  A
+ * stack on a pCPU with room to spare costs nothing and counts nothing. */
+static double stacked(const double *placed, const double *base, const struct model_pool *pool)
+{
+    double max = 0;
+
+    pset_foreach(p, &pool->pcpus)
+    {
+        double over = placed[p] - (base[p] > 1 ? base[p] : 1);
+        if (over > max)
+            max = over;
+    }
+    return max;
+}
+
+/*
+ * Does the fresh placement (alt) repair the current one (cur), both placed over base?  When it
+ * takes more than replace_margin CPUs off the busiest pCPU, or, without loading the busiest pCPU
+ * more, more than replace_margin CPUs of what the shrunk VMs' own sets stack on one pCPU beyond
+ * its capacity: a stack on pCPUs other than the busiest one (which VMs nobody narrows may hold)
+ * is repaired too.
+ * Both compare the placements over the same readings, so noise that does not change the sets'
+ * structure does not churn a good placement.
+ */
+static bool repairs(const double *cur, const double *alt, const double *base,
+                    const struct model_pool *pool, double margin)
+{
+    double bc = busiest(cur, pool), ba = busiest(alt, pool);
+
+    return bc > ba + margin ||
+           (ba <= bc + EPS && stacked(cur, base, pool) > stacked(alt, base, pool) + margin);
+}
+
 /*
  * Which vCPUs each VM of one pool prefers: an assignment that balances the entitled load per
  * pCPU.  The VMs' own measured demand is taken off the pCPUs first (what stays is load
  * corehint does not move), then every shrunk VM books its share, entitlement / count, on the
  * pCPUs of the vCPUs it gets.  Two candidates: keep every previous set that still fits and
  * place only the rest ("current"), or place every VM afresh in order of decreasing share
- * ("fresh", previous sets winning ties).  The fresh one replaces the current one when it takes
- * more than replace_margin CPUs off the busiest pCPU: a stacked placement is repaired at once,
- * a good one is not churned by noise.
+ * ("fresh", previous sets winning ties).  The fresh one replaces the current one when it
+ * repairs it (repairs()): a stacked placement is repaired at once, wherever the stack is, and a
+ * good one is not churned by noise.
  */
 static int assign_pool(struct work *v, unsigned cnt, const struct model_pool *pool, double *load,
                        unsigned npcpu, struct core *cores, const struct hd_config *cfg)
@@ -643,7 +677,7 @@ static int assign_pool(struct work *v, unsigned cnt, const struct model_pool *po
             pick(w->d, w->out->count, share(w->out), prev, cur, npcpu, cores, &w->out->preferred);
         pick(w->d, w->out->count, share(w->out), prev, alt, npcpu, cores, &fresh[i]);
     }
-    if (busiest(cur, pool) > busiest(alt, pool) + cfg->replace_margin) {
+    if (repairs(cur, alt, load, pool, cfg->replace_margin)) {
         for (unsigned i = 0; i < n; i++)
             order[i]->out->preferred = fresh[i];
         memcpy(load, alt, npcpu * sizeof(*load));

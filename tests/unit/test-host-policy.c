@@ -1543,3 +1543,57 @@ TEST(noise_near_a_whole_number_does_not_flip_the_count)
     CHECK(b.dec[0].count == 3 || b.dec[0].count == 4);
     bed_free(&b);
 }
+
+/*
+ * A stack away from the busiest pCPU (issue #37's finding 1): four 8-vCPU VMs pinned 1:1 on 8
+ * pCPUs, two busy tasks each, shrunk to 2 vCPUs before their helpers said hello (vCPU 0 the
+ * only housekeeping CPU known: all four prefer vCPU 0, so pCPU 0 carries four preferred
+ * vCPUs), while three 1-vCPU VMs pinned to pCPU 7 make it the busiest pCPU whatever the
+ * 8-vCPU VMs prefer.  Once the hellos say every vCPU is housekeeping, the stack must be
+ * repaired: a fresh placement takes a CPU of load off pCPU 0 even though it cannot lower
+ * pCPU 7.  The old rule compared the busiest pCPU only and kept the stack for good.
+ */
+TEST(stack_repaired_when_the_busiest_pcpu_is_elsewhere)
+{
+    struct bed b;
+    char name[16];
+    unsigned on[8] = {0};
+
+    bed_init(&b, 8, 7);
+    b.m.shares_default = 1024; /* equal weights: every VM has the same cpu_shares */
+    for (unsigned i = 0; i < 4; i++) {
+        snprintf(name, sizeof(name), "wide%u", i);
+        bed_dom(&b, i, name, 8, 0.25, 0.0, "pin")->shares = 1024; /* 2 tasks over 8 vCPUs */
+    }
+    for (unsigned i = 4; i < 7; i++) {
+        snprintf(name, sizeof(name), "small%u", i);
+        bed_dom(&b, i, name, 1, 0.34, 0.66, "7")->shares = 1024;
+    }
+    step(&b); /* no hellos: vCPU 0 is the housekeeping CPU of every VM */
+    for (unsigned i = 0; i < 4; i++) {
+        CHECK_INT(b.dec[i].count, 2);
+        CHECK(ch_cpuset_test(&b.dec[i].preferred, 0));
+    }
+    /* each guest runs on its preferred vCPUs: vCPU 0 (pCPU 0, four VMs: a quarter of a CPU
+     * each, the rest waiting) and, half of the time, one pCPU of its own (1.5 CPUs of 2: not
+     * saturated, so its count holds and its placement is judged, not its demand) */
+    for (unsigned i = 0; i < 4; i++)
+        for (unsigned v = 0; v < 8; v++) {
+            bool pref_v = ch_cpuset_test(&b.dec[i].preferred, v);
+            b.m.dom[i].vcpu[v].run = !pref_v ? 0 : v == 0 ? 0.25 : 0.5;
+            b.m.dom[i].vcpu[v].wait = pref_v && v == 0 ? 0.75 : 0;
+            b.m.dom[i].vcpu[v].halted = !pref_v;
+        }
+    ack(&b);
+    all_housekeeping(&b); /* the helpers say hello */
+    step(&b);
+    for (unsigned i = 0; i < 4; i++)
+        for (unsigned v = 0; v < 8; v++)
+            on[v] += ch_cpuset_test(&b.dec[i].preferred, v);
+    for (unsigned i = 0; i < 4; i++)
+        CHECK_MSG(b.dec[i].count == 2 && !b.dec[i].censored, "%s: %u vCPUs, censored %d",
+                  pref(&b, i), b.dec[i].count, b.dec[i].censored);
+    CHECK_MSG(on[0] <= 2, "still stacked: %s %s %s %s (pCPU 0 carries %u preferred vCPUs)",
+              pref(&b, 0), pref(&b, 1), pref(&b, 2), pref(&b, 3), on[0]);
+    bed_free(&b);
+}
