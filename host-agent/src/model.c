@@ -66,6 +66,7 @@ static int dom_build(struct model_dom *md, const struct snap_dom *cur, const str
     md->housekeeping = cur->housekeeping;
     md->acked = cur->acked;
     md->applied = cur->applied;
+    md->hinted = cur->hinted;
     md->vcpu = calloc(cur->nvcpu ? cur->nvcpu : 1, sizeof(*md->vcpu));
     if (!md->vcpu)
         return -ENOMEM;
@@ -240,8 +241,8 @@ void model_book(const struct model_dom *d, const ch_cpuset *only, enum model_qty
 
     for (unsigned v = 0; v < d->nvcpu; v++) {
         const struct model_vcpu *mv = &d->vcpu[v];
-        double u = scale * (q == MQ_RUN    ? mv->run
-                            : q == MQ_WAIT ? mv->wait
+        double u = scale * (q == MQ_RUN      ? mv->run
+                            : q == MQ_WAIT   ? mv->wait
                             : q == MQ_DEMAND ? mv->demand
                                              : 1);
 

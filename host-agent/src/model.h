@@ -26,10 +26,10 @@ struct model_vcpu {
     double wait;   /* share of the interval spent runnable but queued, 0..1 */
     double demand; /* run + wait, 0 when halted */
     bool halted;
-    bool measured; /* false: new vCPU or its counters went backwards */
-    int home;      /* the pCPU it is pinned to (an affinity of one pCPU); -1 when it floats */
-    int last;      /* the pCPU it last ran on, -1 unknown (shown, not used: it moves) */
-    bool wide;     /* floating over exactly its VM's span (the usual case: one affinity) */
+    bool measured;       /* false: new vCPU or its counters went backwards */
+    int home;            /* the pCPU it is pinned to (an affinity of one pCPU); -1 when it floats */
+    int last;            /* the pCPU it last ran on, -1 unknown (shown, not used: it moves) */
+    bool wide;           /* floating over exactly its VM's span (the usual case: one affinity) */
     struct hd_pset span; /* the pCPUs it may run on: its affinity, else every host pCPU */
 };
 
@@ -44,6 +44,7 @@ struct model_dom {
     ch_cpuset housekeeping;      /* from the guest's hello; empty: unknown */
     bool acked;                  /* the guest acknowledged hints in host mode (snapshot.h) */
     ch_cpuset applied;           /* the set it reported applied, when acked */
+    ch_cpuset hinted;            /* the set hostd last told it, when known (snapshot.h) */
     unsigned nvcpu;              /* online vCPUs */
     struct model_vcpu *vcpu;     /* sorted by id */
     double run, wait, demand;    /* sums over the vCPUs, in CPUs */
@@ -70,7 +71,7 @@ struct model {
     bool has_node_stats;
     bool has_schedstat;
     bool has_psi;
-    double psi_some; /* share of the interval some task waited for CPU */
+    double psi_some;         /* share of the interval some task waited for CPU */
     unsigned shares_default; /* the host's cpu_shares of an unweighted domain, 0 unknown */
     unsigned ndom;
     struct model_dom *dom; /* same order as the current snapshot: by uuid */

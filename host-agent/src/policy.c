@@ -27,7 +27,8 @@ struct work {
     struct pol_decision *out;
     bool prev_valid; /* prev's preferred set names only online vCPUs */
     unsigned prev_k;
-    double wish; /* demand for the contention test: n when censored */
+    double wish;   /* demand for the contention test: n when censored */
+    bool observed; /* mode = observe: hinted every vCPU, whatever it was decided */
 };
 
 struct wf_item {
@@ -246,6 +247,7 @@ static void prepare(struct work *w, unsigned shares_default, const struct hd_con
     cfg_domain_settings(cfg, d->name, d->uuid, &d->policy, &cd);
     o->weight = weight_of(d, shares_default, cfg, &cd);
     o->opt_out = cd.opt_out;
+    w->observed = cd.mode == CFG_MODE_OBSERVE;
     o->pool = d->pool;
     w->prev_k = n;
     if (p) { /* claim_fair's backoff outlives quiet spells */
@@ -513,9 +515,11 @@ static void compliance(struct work *w, const struct hd_config *cfg)
     struct pol_decision *o = w->out;
     bool violation = false;
 
-    /* Judged only against what the guest acknowledged applying in host mode: a guest in
-     * fallback, without a helper, or whose hints were dropped was never told to keep off. */
-    if (!p || !w->prev_valid || !w->d->measured || !w->d->acked || o->count >= o->nvcpu)
+    /* Judged only for a guest that acknowledged a hint in host mode: a guest in fallback,
+     * without a helper, or whose hints were dropped was never told to keep off; an observed
+     * one was told every vCPU. */
+    if (!p || !w->prev_valid || !w->d->measured || !w->d->acked || o->count >= o->nvcpu ||
+        w->observed)
         return;
     /* The interval right after a new hint is the guest's time to apply it; a VM still
      * constrained keeps its record, so changing sets do not wipe a violation streak. */
@@ -524,10 +528,18 @@ static void compliance(struct work *w, const struct hd_config *cfg)
         o->non_compliant = p->non_compliant;
         return;
     }
+    /* Against the set hostd told it (the last hint; the last decision when a trace does not
+     * say), not the one the guest says it applied: a helper that acknowledges every hint with
+     * all its vCPUs "applied" would otherwise never be judged.  Saying it applied more than it
+     * was told is a violation in itself.  A widened hint (stale, observe, release) tells it
+     * every vCPU, and nothing it runs is a violation. */
+    const ch_cpuset *told = ch_cpuset_empty(&w->d->hinted) ? &p->preferred : &w->d->hinted;
+
     for (unsigned i = 0; i < w->d->nvcpu; i++)
-        if (!ch_cpuset_test(&w->d->applied, w->d->vcpu[i].id) &&
-            w->d->vcpu[i].run > cfg->compliance_run)
+        if (!ch_cpuset_test(told, w->d->vcpu[i].id) && w->d->vcpu[i].run > cfg->compliance_run)
             violation = true;
+    if (!ch_cpuset_subset(&w->d->applied, told))
+        violation = true;
     o->violations = violation ? p->violations + 1 : 0;
     o->non_compliant = o->violations >= cfg->compliance_intervals;
 }

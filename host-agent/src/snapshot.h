@@ -81,10 +81,12 @@ struct snap_dom {
      * policy then keeps the lowest vCPU in every set). */
     ch_cpuset housekeeping;
     /* Delivery: acked when the guest's helper acknowledged hostd's hints in host mode and has
-     * not gone silent (or qemu-ga carried the last one out); applied is the set it reported.
-     * Compliance is judged against applied, and only when acked. */
+     * not gone silent (or qemu-ga carried the last one out); applied is the set it reported;
+     * hinted the set hostd last told it (empty when unknown: a trace without it).  Compliance
+     * is judged only when acked, against hinted: what the guest says it applied is its word. */
     bool acked;
     ch_cpuset applied;
+    ch_cpuset hinted;
     unsigned nvcpu;
     struct snap_vcpu *vcpu; /* sorted by id */
 };

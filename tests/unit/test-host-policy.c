@@ -1281,34 +1281,40 @@ TEST(compliance_judged_only_against_acknowledged_hints)
 
     bed_init(&b, 2, 2);
     bed_dom(&b, 0, "unheard", 2, 0.5, 0.5, NULL);
-    bed_dom(&b, 1, "wider", 2, 0.5, 0.5, NULL);
+    bed_dom(&b, 1, "liar", 2, 0.5, 0.5, NULL);
     b.cfg.shrink_after = 1;
     step(&b); /* hint: one vCPU each */
     CHECK_INT(b.dec[0].count, 1);
     CHECK_INT(b.dec[1].count, 1);
-    /* "unheard" never acknowledged a hint (no helper, fallback, hints dropped); "wider"
-     * acknowledged applying both vCPUs (an older hint): neither keeps vCPUs it was told to
-     * keep off, so running both is no violation, however long it lasts. */
+    /* "unheard" never acknowledged a hint (no helper, fallback, hints dropped): it was never
+     * told to keep off a vCPU, so running both is no violation, however long it lasts.
+     * "liar" acknowledges every hint but says it applied both vCPUs (a modified helper): it is
+     * judged against the set hostd hinted, and an "applied" wider than that set is a violation
+     * in itself, so it is non-compliant after compliance_intervals like an honest rebel. */
     b.m.dom[1].acked = true;
     ch_cpuset_zero(&b.m.dom[1].applied);
     ch_cpuset_set(&b.m.dom[1].applied, 0);
     ch_cpuset_set(&b.m.dom[1].applied, 1);
     for (int i = 0; i < 6; i++)
         step(&b);
-    for (unsigned i = 0; i < 2; i++) {
-        CHECK_INT(b.dec[i].count, 1);
-        CHECK_INT(b.dec[i].violations, 0);
-        CHECK(!b.dec[i].non_compliant);
-    }
+    CHECK_INT(b.dec[0].count, 1);
+    CHECK_INT(b.dec[0].violations, 0);
+    CHECK(!b.dec[0].non_compliant);
+    CHECK_INT(b.dec[1].count, 1);
+    CHECK(b.dec[1].non_compliant);
+    /* the same liar running only the hinted vCPU: still a violation (it says it applied more) */
+    b.m.dom[1].vcpu[1].run = b.m.dom[1].vcpu[1].wait = 0;
+    b.m.dom[1].vcpu[1].halted = true;
+    step(&b);
+    CHECK(b.dec[1].non_compliant);
     /* once "unheard" acknowledges its hint and keeps running the other vCPU, it is judged */
     for (int i = 0; i < 5; i++) {
         ack(&b);
-        ch_cpuset_set(&b.m.dom[1].applied, 0); /* "wider" still reports both */
-        ch_cpuset_set(&b.m.dom[1].applied, 1);
         step(&b);
     }
     CHECK(b.dec[0].non_compliant);
-    CHECK(!b.dec[1].non_compliant);
+    /* and the liar, reporting what it was told and keeping to it, is compliant again */
+    CHECK_MSG(!b.dec[1].non_compliant, "liar turned honest: %u violations", b.dec[1].violations);
     bed_free(&b);
 }
 

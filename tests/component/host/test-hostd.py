@@ -1975,6 +1975,30 @@ def replay_enforcement():
         check(rebel[6]["enforce"]["capped"] and not rebel[7]["enforce"]["capped"],
               "released once it complies")
         check(not any(g["enforce"]["capped"] for g in good), "a compliant VM is never capped")
+        # a lying helper: the same rebel acknowledging every hint with both vCPUs "applied".
+        # Judged against the hinted set, it is capped at the same step; and claiming more than
+        # it was told keeps it non-compliant (and capped) when it stops running vCPU 1.
+        liar = os.path.join(d, "liar.jsonl")
+        with open(os.path.join(TRACES, "noncompliant.jsonl")) as f:
+            lines = []
+            for line in f:
+                if line.startswith("{"):
+                    snap = json.loads(line)
+                    for dom in snap["domains"]:
+                        if dom["name"] == "rebel" and "applied" in dom:
+                            dom["applied"] = "0-1"
+                    line = json.dumps(snap) + "\n"
+                lines.append(line)
+        write(liar, "".join(lines))
+        s = replay(liar, "-c", conf)
+        rebel = [dom for st in s for dom in st["domains"] if dom["name"] == "rebel"]
+        check([r["decision"]["compliant"] for r in rebel[:5]] == [True] * 4 + [False],
+              "the liar's compliance: %s" % [r["decision"]["violations"] for r in rebel])
+        check(not rebel[3]["enforce"]["capped"] and rebel[4]["enforce"]["capped"],
+              "the liar capped at 5 as the honest rebel")
+        check(all(r["enforce"]["capped"] and not r["decision"]["compliant"] for r in rebel[4:]),
+              "the liar stays capped while it claims vCPUs it was not given: %s"
+              % [(r["decision"]["compliant"], r["enforce"]["capped"]) for r in rebel])
         # enforce = report (the default) marks but never caps
         s = replay("noncompliant.jsonl")
         rebel = [dom for st in s for dom in st["domains"] if dom["name"] == "rebel"]
