@@ -414,13 +414,17 @@ void act_annotate(struct actuator *a, struct snapshot *s, const struct engine *e
                 d->acked = true;
                 d->applied = v->act.agent_cpus;
                 d->hinted = v->act.agent_cpus;
+                d->has_hinted = true;
             }
         } else if (v->act.ch && v->act.ch->state == CHAN_UP && v->act.ch->has_status &&
                    v->act.ch->lease_ms && v->act.ch->status.mode == CH_MODE_HOST &&
                    !chan_silent(v->act.ch, hd_mono_ns())) {
             d->acked = true;
             d->applied = v->act.ch->status.applied;
-            d->hinted = v->act.ch->last_cpus;
+            /* held to the last hint once it acknowledged that one; still applying it (a
+             * loaded guest), to what it applied */
+            d->hinted = v->act.ch->acked ? v->act.ch->last_cpus : v->act.ch->status.applied;
+            d->has_hinted = true;
         }
     }
 }

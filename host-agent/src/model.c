@@ -66,6 +66,7 @@ static int dom_build(struct model_dom *md, const struct snap_dom *cur, const str
     md->housekeeping = cur->housekeeping;
     md->acked = cur->acked;
     md->applied = cur->applied;
+    md->has_hinted = cur->has_hinted;
     md->hinted = cur->hinted;
     md->vcpu = calloc(cur->nvcpu ? cur->nvcpu : 1, sizeof(*md->vcpu));
     if (!md->vcpu)

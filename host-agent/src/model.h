@@ -44,11 +44,12 @@ struct model_dom {
     ch_cpuset housekeeping;      /* from the guest's hello; empty: unknown */
     bool acked;                  /* the guest acknowledged hints in host mode (snapshot.h) */
     ch_cpuset applied;           /* the set it reported applied, when acked */
-    ch_cpuset hinted;            /* the set hostd last told it, when known (snapshot.h) */
-    unsigned nvcpu;              /* online vCPUs */
-    struct model_vcpu *vcpu;     /* sorted by id */
-    double run, wait, demand;    /* sums over the vCPUs, in CPUs */
-    bool measured;               /* every vCPU has a previous sample to compare with */
+    bool has_hinted;
+    ch_cpuset hinted;         /* the set it is judged against, when known (snapshot.h) */
+    unsigned nvcpu;           /* online vCPUs */
+    struct model_vcpu *vcpu;  /* sorted by id */
+    double run, wait, demand; /* sums over the vCPUs, in CPUs */
+    bool measured;            /* every vCPU has a previous sample to compare with */
     unsigned pool;
     struct hd_pset span; /* union of its vCPUs' affinities */
     unsigned nspan;      /* members of span below the model's npcpu */

@@ -102,7 +102,7 @@ char *rec_format(const struct snapshot *s)
             json_object_object_add(o, "policy", policy_json(&d->policy));
         if (d->acked)
             put_cpulist(o, "applied", &d->applied);
-        if (d->acked && !ch_cpuset_empty(&d->hinted))
+        if (d->acked && d->has_hinted)
             put_cpulist(o, "hinted", &d->hinted);
         for (unsigned v = 0; v < d->nvcpu; v++)
             json_object_array_add(vs, vcpu_json(&d->vcpu[v]));
@@ -315,7 +315,7 @@ static int parse_dom(json_object *o, struct snap_dom *d, unsigned npcpu, char *e
         d->threads = 1;
     if ((rc = get_cpulist(o, "housekeeping", &d->housekeeping, NULL, d->name, err, errlen)) < 0 ||
         (rc = get_cpulist(o, "applied", &d->applied, &d->acked, d->name, err, errlen)) < 0 ||
-        (rc = get_cpulist(o, "hinted", &d->hinted, NULL, d->name, err, errlen)) < 0 ||
+        (rc = get_cpulist(o, "hinted", &d->hinted, &d->has_hinted, d->name, err, errlen)) < 0 ||
         (rc = parse_policy(o, &d->policy, d->name, err, errlen)) < 0)
         return rc;
     if (!json_object_object_get_ex(o, "vcpus", &vs) || !json_object_is_type(vs, json_type_array)) {

@@ -81,11 +81,15 @@ struct snap_dom {
      * policy then keeps the lowest vCPU in every set). */
     ch_cpuset housekeeping;
     /* Delivery: acked when the guest's helper acknowledged hostd's hints in host mode and has
-     * not gone silent (or qemu-ga carried the last one out); applied is the set it reported;
-     * hinted the set hostd last told it (empty when unknown: a trace without it).  Compliance
-     * is judged only when acked, against hinted: what the guest says it applied is its word. */
+     * not gone silent (or qemu-ga carried the last one out); applied is the set it reported.
+     * Compliance is judged only when acked, against hinted, not applied: what a guest says it
+     * applied is only its word. */
     bool acked;
     ch_cpuset applied;
+    /* The set the guest is judged against (has_hinted; a trace without it: the last
+     * decision): the last hint once its status acknowledges that hint, else what it applied
+     * (a guest still applying a newer hint is not held to it yet). */
+    bool has_hinted;
     ch_cpuset hinted;
     unsigned nvcpu;
     struct snap_vcpu *vcpu; /* sorted by id */
