@@ -310,6 +310,7 @@ traces = importlib.import_module("make-traces")
 class FakeGuest:
     """Listens on path like qemu's chardev (one client at a time) and records every line.
     behave: "good" answers hellos and acks hints; "good2" the same speaking protocol version 2;
+    "liar" acks every hint saying it applied all its CPUs;
     "hostile" floods garbage and 1 MiB lines and never reads; "silent" accepts and says
     nothing; "unknown" sends an unknown type."""
 
@@ -351,7 +352,7 @@ class FakeGuest:
             while not self.stop:
                 time.sleep(0.05)
             return
-        if self.behave in ("good", "good2"):
+        if self.behave in ("good", "good2", "liar"):
             hello = {"v": 1, "type": "hello", "role": "guest", "agent": "fake/1",
                      "online": self.online, "writable": True}
             if self.behave == "good2":
@@ -413,10 +414,12 @@ class FakeGuest:
                     self.lines.append((time.monotonic(), msg, n))
                 if msg.get("type") == "hint":
                     hints += 1
-                    if self.behave in ("good", "good2", "flood") and not self.paused.is_set():
+                    if self.behave in ("good", "good2", "flood", "liar") and \
+                            not self.paused.is_set():
+                        # a liar acknowledges every hint as if it had applied all its CPUs
                         self.send(c, {"v": 1, "type": "status", "seq": msg["seq"],
-                                      "applied": msg["cpus"], "mode": "host",
-                                      "steal_pct_x100": 0})
+                                      "applied": self.online if self.behave == "liar"
+                                      else msg["cpus"], "mode": "host", "steal_pct_x100": 0})
                     if self.close_after and hints >= self.close_after:
                         self.close_after = None
                         return
@@ -984,6 +987,36 @@ def channel_unknown_type_rate_limited():
         wait_for(lambda: len(g.msgs("hint")) >= 2, 10 * iv / 1000.0, "hints flowing")
 
     with_delivery(["vm"], {"vm": "unknown"}, iv, body)
+
+
+@case
+def lying_helper_is_judged_by_its_hint():
+    """Two busy guests shrunk to vCPU 0 that keep running vCPU 1 (the trace): the honest one
+    acknowledges each hint with the set it was sent, the liar with both vCPUs. Judged against
+    the hint hostd sent, not the guest's word, both become non-compliant (and are capped under
+    enforce = cap); judged against "applied", the liar never was."""
+    iv = 200 if SLOW == 1 else 1000
+    with tempfile.TemporaryDirectory() as t:
+        conf = os.path.join(t, "hostd.conf")
+        write(conf, "enforce = cap\n")
+
+        def judged(d):
+            st = d.status()
+            doms = [dom_status(st, n) for n in ("honest", "liar")]
+            return all(x and not x["decision"]["compliant"] for x in doms)
+
+        def body(d):
+            wait_for(lambda: judged(d), 60, "both guests non-compliant")
+            st = d.status()
+            liar = dom_status(st, "liar")
+            check(liar["channel"]["status"]["applied"] == "0-1", "the liar says 0-1: %s"
+                  % liar["channel"])
+            check(liar["decision"]["preferred"] == "0", liar["decision"])
+            wait_for(lambda: all(dom_status(d.status(), n)["enforce"]["capped"]
+                                 for n in ("honest", "liar")), 30, "both capped")
+
+        with_delivery(["honest", "liar"], {"liar": "liar"}, iv, body, samples=200,
+                      extra=["-c", conf])
 
 
 @case
