@@ -91,8 +91,8 @@ static void notify_dom(struct conn *c, virDomainPtr dom, const char *what)
 static int on_lifecycle(virConnectPtr vc, virDomainPtr dom, int event, int detail, void *opaque)
 {
     /* Migration shows up as started/stopped or suspended/resumed with a "migrated" detail. */
-    log_msg(LOG_LVL_INFO, "domain %s: %s (detail %d)", virDomainGetName(dom),
-            lifecycle_name(event), detail);
+    log_msg(LOG_LVL_INFO, "domain %s: %s (detail %d)", virDomainGetName(dom), lifecycle_name(event),
+            detail);
     notify_dom(opaque, dom, lifecycle_name(event));
     return 0;
 }

@@ -116,8 +116,7 @@ static int dial(const char *addr, unsigned port, double deadline_ms, char *err, 
         return -EINVAL;
     }
     for (ai = res; ai && last != EINTR; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                    ai->ai_protocol);
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
         if (fd < 0) {
             last = errno;
             continue;
@@ -180,9 +179,10 @@ static int http_get(const struct ctl *c, const char *path, char **body, char *er
     deadline = now_ms() + c->timeout_s * 1e3;
     if ((fd = dial(addr, port, deadline, err, errlen)) < 0)
         return fd;
-    snprintf(req, sizeof(req),
-             "GET %s HTTP/1.0\r\nHost: %s\r\nUser-Agent: corehintctl/%s\r\nConnection: close\r\n\r\n",
-             path, c->endpoint, COREHINT_VERSION);
+    snprintf(
+        req, sizeof(req),
+        "GET %s HTTP/1.0\r\nHost: %s\r\nUser-Agent: corehintctl/%s\r\nConnection: close\r\n\r\n",
+        path, c->endpoint, COREHINT_VERSION);
     for (size_t off = 0, n = strlen(req); off < n;) {
         ssize_t w = send(fd, req + off, n - off, MSG_NOSIGNAL);
         if ((rc = io_result(w, fd, POLLOUT, deadline)) < 0)
@@ -383,8 +383,8 @@ static void print_status(json_object *doc)
     time_t now = time(NULL);
 
     strftime(when, sizeof(when), "%H:%M:%S", localtime(&now));
-    printf("%s  corehint-hostd %s  interval %.1f s  decisions %.0f", when,
-           str(doc, "version", "?"), dbl(doc, "interval_s", 0), dbl(dm, "decisions", 0));
+    printf("%s  corehint-hostd %s  interval %.1f s  decisions %.0f", when, str(doc, "version", "?"),
+           dbl(doc, "interval_s", 0), dbl(dm, "decisions", 0));
     if (has(dm, "libvirt"))
         printf("  libvirt %s", str(dm, "libvirt", "?"));
     if (flag(dm, "stale"))
@@ -533,7 +533,8 @@ static void print_domain(json_object *doc, json_object *d)
                    "intervals for it\n");
         else if (dbl(dec, "claim_pending", 0) > 0)
             printf("    claim: %.0f vCPUs claimed, waiting for the guest to run on them before "
-                   "it is judged used or not\n", dbl(dec, "claim_pending", 0));
+                   "it is judged used or not\n",
+                   dbl(dec, "claim_pending", 0));
         if (flag(dec, "contended"))
             printf("    compliance: %s (%.0f violations)%s\n",
                    flag(dec, "compliant") ? "compliant" : "NON-COMPLIANT",
@@ -630,7 +631,6 @@ static int cmd_metrics(const struct ctl *c)
     return 0;
 }
 
-
 static int cmd_watch(const struct ctl *c)
 {
     bool tty = isatty(STDOUT_FILENO);
@@ -689,12 +689,15 @@ static int number(const char *s, double lo, double hi, double *out)
 
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"endpoint", required_argument, NULL, 'e'}, {"config", required_argument, NULL, 'c'},
-        {"json", no_argument, NULL, 'j'},           {"timeout", required_argument, NULL, 't'},
-        {"interval", required_argument, NULL, 'i'}, {"count", required_argument, NULL, 'n'},
-        {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"endpoint", required_argument, NULL, 'e'},
+                                             {"config", required_argument, NULL, 'c'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {"timeout", required_argument, NULL, 't'},
+                                             {"interval", required_argument, NULL, 'i'},
+                                             {"count", required_argument, NULL, 'n'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {"version", no_argument, NULL, 'V'},
+                                             {NULL, 0, NULL, 0}};
     struct ctl c = {.config = CFG_DEFAULT_FILE, .timeout_s = 5};
     bool config_given = false;
     const char *cmd;
@@ -722,8 +725,7 @@ int main(int argc, char **argv)
             break;
         case 'i':
             if (number(optarg, 0.05, 86400, &c.interval_s) < 0) {
-                fprintf(stderr, "corehintctl: --interval \"%s\": seconds, 0.05 to 86400\n",
-                        optarg);
+                fprintf(stderr, "corehintctl: --interval \"%s\": seconds, 0.05 to 86400\n", optarg);
                 return 2;
             }
             break;
@@ -798,7 +800,6 @@ int main(int argc, char **argv)
         }
         return cmd_metrics(&c);
     }
-    fprintf(stderr, "corehintctl: unknown command \"%s\" (status, watch, domain, metrics)\n",
-            cmd);
+    fprintf(stderr, "corehintctl: unknown command \"%s\" (status, watch, domain, metrics)\n", cmd);
     return 2;
 }

@@ -37,10 +37,10 @@ struct enforcer {
     const struct hd_config *cfg;
     enf_quota_fn quota; /* NULL: simulate (replay) */
     void *quota_ctx;
-    struct registry *reg;             /* the VMs, with their caps */
-    uint64_t caps, releases;          /* changes in force (counted when libvirt said so) */
-    uint64_t failures;                /* changes libvirt refused or that could not be queued */
-    uint64_t decisions;               /* enf_apply() calls: the backoff's clock */
+    struct registry *reg;    /* the VMs, with their caps */
+    uint64_t caps, releases; /* changes in force (counted when libvirt said so) */
+    uint64_t failures;       /* changes libvirt refused or that could not be queued */
+    uint64_t decisions;      /* enf_apply() calls: the backoff's clock */
 };
 
 void enf_init(struct enforcer *f, const struct hd_config *cfg, struct registry *reg,

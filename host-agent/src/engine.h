@@ -31,17 +31,17 @@ struct engine {
     uint64_t steps;
     uint64_t last_step_ns;   /* wall time of the last policy step */
     uint64_t last_sample_ns; /* wall time of the last libvirt sample (live only) */
-    uint64_t changes;      /* preferred-set changes so far */
-    uint64_t short_skipped; /* live samples skipped by eng_too_soon() */
+    uint64_t changes;        /* preferred-set changes so far */
+    uint64_t short_skipped;  /* live samples skipped by eng_too_soon() */
     /* live sampling state, kept by main.c and the live source (source.c) for /status and
      * /metrics */
-    bool live;                 /* samples come from libvirt (not --once, not a replay) */
-    bool connected;            /* the libvirt worker holds a connection */
-    bool stale;                /* no decision for stale_intervals: guests are widened */
-    uint64_t last_decided_ms;  /* CLOCK_MONOTONIC ms of the last decision, 0 never */
-    double last_decided_unix;  /* the same as Unix time, for the metric */
-    uint64_t overruns;         /* ticks that found the previous sample still running */
-    uint64_t stale_episodes;   /* times the staleness limit was crossed */
+    bool live;                /* samples come from libvirt (not --once, not a replay) */
+    bool connected;           /* the libvirt worker holds a connection */
+    bool stale;               /* no decision for stale_intervals: guests are widened */
+    uint64_t last_decided_ms; /* CLOCK_MONOTONIC ms of the last decision, 0 never */
+    double last_decided_unix; /* the same as Unix time, for the metric */
+    uint64_t overruns;        /* ticks that found the previous sample still running */
+    uint64_t stale_episodes;  /* times the staleness limit was crossed */
 };
 
 void eng_init(struct engine *e, const struct hd_config *cfg, FILE *record);

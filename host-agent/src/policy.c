@@ -529,10 +529,10 @@ static void compliance(struct work *w, const struct hd_config *cfg)
         return;
     }
     /* Against the set hostd told it (the last hint once acknowledged, snapshot.h; the last
-     * decision when a trace does not say), not the one the guest says it applied: a helper that acknowledges every hint with
-     * all its vCPUs "applied" would otherwise never be judged.  Saying it applied more than it
-     * was told is a violation in itself.  A widened hint (stale, observe, release) tells it
-     * every vCPU, and nothing it runs is a violation. */
+     * decision when a trace does not say), not the one the guest says it applied: a helper that
+     * acknowledges every hint with all its vCPUs "applied" would otherwise never be judged.  Saying
+     * it applied more than it was told is a violation in itself.  A widened hint (stale, observe,
+     * release) tells it every vCPU, and nothing it runs is a violation. */
     const ch_cpuset *told = w->d->has_hinted ? &w->d->hinted : &p->preferred;
 
     for (unsigned i = 0; i < w->d->nvcpu; i++)

@@ -89,8 +89,7 @@ static int resolve_group(struct privdrop *p, const char *name, char *err, size_t
     return add_group(p, gr.gr_gid, err, errlen);
 }
 
-int priv_resolve(struct privdrop *p, const char *user, const char *extra, char *err,
-                 size_t errlen)
+int priv_resolve(struct privdrop *p, const char *user, const char *extra, char *err, size_t errlen)
 {
     char list[512], *save = NULL;
     int rc;

@@ -31,8 +31,7 @@ struct privdrop {
  * Resolve user (a name or a number; "" = no switch) and extra, a list of group names or
  * numbers separated by commas or blanks.  -errno with a message in err on failure.
  */
-int priv_resolve(struct privdrop *p, const char *user, const char *extra, char *err,
-                 size_t errlen);
+int priv_resolve(struct privdrop *p, const char *user, const char *extra, char *err, size_t errlen);
 /*
  * Switch to the resolved identity: supplementary groups, gid, uid (real, effective, saved),
  * no_new_privs; then check that root cannot be regained and that no capability is left.

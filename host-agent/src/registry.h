@@ -55,9 +55,9 @@ struct act_state {
 
 /* The enforcer's part (enforce.c). */
 struct enf_state {
-    bool known; /* judged by the enforcer before: a cap recorded by an earlier hostd is only
-                   adopted when the domain is first seen */
-    bool capped;     /* a cap is in force: libvirt said so (or an earlier hostd recorded it) */
+    bool known;  /* judged by the enforcer before: a cap recorded by an earlier hostd is only
+                    adopted when the domain is first seen */
+    bool capped; /* a cap is in force: libvirt said so (or an earlier hostd recorded it) */
     double cap_cpus;
     /* A quota change handed to the worker and not answered yet: nothing else is asked for
      * this VM until it is, and nothing is logged or counted before then. */

@@ -43,11 +43,11 @@ struct wk_job {
 };
 
 struct wk_result {
-    struct wk_job job; /* what was asked (kind WK_UP/WK_DOWN: only kind is set) */
-    int rc;            /* 0 or -errno */
-    char err[256];     /* why, when rc < 0 */
-    bool denied;       /* WK_DOWN: libvirt refused us (authentication, socket permissions) */
-    unsigned gen;      /* connection generation the job ran on */
+    struct wk_job job;     /* what was asked (kind WK_UP/WK_DOWN: only kind is set) */
+    int rc;                /* 0 or -errno */
+    char err[256];         /* why, when rc < 0 */
+    bool denied;           /* WK_DOWN: libvirt refused us (authentication, socket permissions) */
+    unsigned gen;          /* connection generation the job ran on */
     struct snapshot *snap; /* WK_SAMPLE with rc 0: the receiver takes ownership */
     uint64_t took_ms;      /* how long the job ran */
 };

@@ -99,8 +99,12 @@ static int parse_line(char *raw, const char *name, unsigned lineno, char *sectio
         value++;
     }
     struct ch_conf_line l = {
-        .file = name, .line = lineno, .section = section, .section_arg = section_arg,
-        .key = key, .value = value,
+        .file = name,
+        .line = lineno,
+        .section = section,
+        .section_arg = section_arg,
+        .key = key,
+        .value = value,
     };
     if ((rc = fn(ctx, &l, msg, sizeof(msg))) < 0) {
         snprintf(err, errlen, "%s:%u: %s", name, lineno, msg[0] ? msg : "invalid setting");
@@ -126,7 +130,8 @@ int ch_conf_parse_text(const char *name, const char *text, ch_conf_fn fn, void *
 
         lineno++;
         if (len >= sizeof(line)) {
-            snprintf(err, errlen, "%s:%u: line longer than %u bytes", name, lineno, CONF_LINE_MAX - 1);
+            snprintf(err, errlen, "%s:%u: line longer than %u bytes", name, lineno,
+                     CONF_LINE_MAX - 1);
             return -EINVAL;
         }
         memcpy(line, p, len);

@@ -27,10 +27,10 @@
 
 /* ---- the host ----------------------------------------------------------------------------- */
 
-#define DT_US 100u           /* simulation step */
-#define HOST_SLICE_US 3000u  /* host scheduler time slice per vCPU thread */
-#define GUEST_TICK_US 4000u  /* guest HZ=250: task slices, tick-time push, load balance */
-#define SPIN_HALT_US 2000u   /* a waiter spins this long before it halts (pv-spinlock style) */
+#define DT_US 100u          /* simulation step */
+#define HOST_SLICE_US 3000u /* host scheduler time slice per vCPU thread */
+#define GUEST_TICK_US 4000u /* guest HZ=250: task slices, tick-time push, load balance */
+#define SPIN_HALT_US 2000u  /* a waiter spins this long before it halts (pv-spinlock style) */
 
 struct sim_costs sim_costs_default(void)
 {
@@ -114,7 +114,7 @@ static unsigned place(const struct sim_vm *vm, int prev)
         vcpu_load(&vm->vcpu[prev]) == 0)
         return (unsigned)prev;
     int best = -1;
-    ch_cpuset_foreach(c, &vm->preferred) {
+    ch_cpuset_foreach (c, &vm->preferred) {
         if ((unsigned)c >= vm->nvcpu)
             break;
         if (vcpu_load(&vm->vcpu[c]) == 0)
@@ -380,7 +380,7 @@ static void guest_balance(struct sim_vm *vm)
     }
     unsigned hi = 0, lo = 0;
     bool have = false;
-    ch_cpuset_foreach(c, &vm->preferred) {
+    ch_cpuset_foreach (c, &vm->preferred) {
         if ((unsigned)c >= vm->nvcpu)
             break;
         if (!have) {
@@ -621,7 +621,8 @@ struct sim *sim_new(const struct sim_spec *spec)
         for (unsigned l = 0; l < vm->nlocks; l++)
             vm->lock_owner[l] = -1;
         if (vs->work.burst_on_ms)
-            vm->burst_phase_us = rnd(s) % ((vs->work.burst_on_ms + vs->work.burst_off_ms) * 1000ull);
+            vm->burst_phase_us =
+                rnd(s) % ((vs->work.burst_on_ms + vs->work.burst_off_ms) * 1000ull);
         vm->task = sim_calloc(vm->ntask, sizeof(*vm->task));
         for (unsigned i = 0; i < vm->nvcpu; i++) {
             vm->vcpu[i].cur = -1;

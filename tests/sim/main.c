@@ -29,9 +29,14 @@ static const char *const policy_names[] = {"none", "governor", "corehint"};
  * changes them (calibration sweeps). */
 enum workload { W_HACKBENCH, W_PGBENCH, W_SYSBENCH, W_CPU8, NWORK };
 static struct sim_work shapes[NWORK] = {
-    [W_HACKBENCH] = {.tasks = 40, .compute_us = 100, .cs_us = 30, .group = 10, .locks = 4,
+    [W_HACKBENCH] = {.tasks = 40,
+                     .compute_us = 100,
+                     .cs_us = 30,
+                     .group = 10,
+                     .locks = 4,
                      .tasks_per_vcpu_pct = 250},
-    [W_PGBENCH] = {.tasks = 16, .compute_us = 600, .cs_us = 300, .locks = 1, .tasks_per_vcpu_pct = 100},
+    [W_PGBENCH] =
+        {.tasks = 16, .compute_us = 600, .cs_us = 300, .locks = 1, .tasks_per_vcpu_pct = 100},
     [W_SYSBENCH] = {.tasks = 4, .compute_us = 2000, .tasks_per_vcpu_pct = 100},
     [W_CPU8] = {.tasks = 8, .compute_us = 2000},
 };
@@ -45,14 +50,14 @@ struct scenario {
     unsigned nvcpu;
     enum workload w;
     unsigned seconds;
-    unsigned step_at_s;   /* VMs after the first start at this second (contention step) */
-    int non_cooperating;  /* index of a VM ignoring hints, -1 none */
-    bool cap;             /* enforce = cap against non-compliant VMs */
-    unsigned smt;         /* host threads per core (1 or 2; npcpu counts threads) */
-    bool together;        /* every VM starts at 0; throughput counted from step_at_s */
-    unsigned nalt;        /* the first nalt VMs run alt instead of w (a mixed host) */
+    unsigned step_at_s;  /* VMs after the first start at this second (contention step) */
+    int non_cooperating; /* index of a VM ignoring hints, -1 none */
+    bool cap;            /* enforce = cap against non-compliant VMs */
+    unsigned smt;        /* host threads per core (1 or 2; npcpu counts threads) */
+    bool together;       /* every VM starts at 0; throughput counted from step_at_s */
+    unsigned nalt;       /* the first nalt VMs run alt instead of w (a mixed host) */
     enum workload alt;
-    unsigned burst_on_ms;  /* >0: every VM's workload in bursts (struct sim_work) */
+    unsigned burst_on_ms; /* >0: every VM's workload in bursts (struct sim_work) */
     unsigned burst_off_ms;
 };
 
@@ -61,51 +66,107 @@ struct scenario {
 
 static const struct scenario scenarios[] = {
     /* a contention step on the letter's host: vm0 busy first, the others join at 5 s */
-    {"hackbench-8x16", "32 threads (16x2), 8 VMs x 16 vCPUs, message passing", LETTER_HOST, .nvm = 8, .nvcpu = 16, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = -1},
-    {"pgbench-16x4", "32 threads (16x2), 16 VMs x 4 vCPUs, lock heavy", LETTER_HOST, .nvm = 16, .nvcpu = 4, .w = W_PGBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = -1},
-    {"sysbench-4x4", "32 threads (16x2), 4 VMs x 4 vCPUs, CPU bound, undercommitted", LETTER_HOST, .nvm = 4, .nvcpu = 4, .w = W_SYSBENCH, .seconds = 20, .step_at_s = 5, .non_cooperating = -1},
+    {"hackbench-8x16", "32 threads (16x2), 8 VMs x 16 vCPUs, message passing", LETTER_HOST,
+     .nvm = 8, .nvcpu = 16, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = -1},
+    {"pgbench-16x4", "32 threads (16x2), 16 VMs x 4 vCPUs, lock heavy", LETTER_HOST, .nvm = 16,
+     .nvcpu = 4, .w = W_PGBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = -1},
+    {"sysbench-4x4", "32 threads (16x2), 4 VMs x 4 vCPUs, CPU bound, undercommitted", LETTER_HOST,
+     .nvm = 4, .nvcpu = 4, .w = W_SYSBENCH, .seconds = 20, .step_at_s = 5, .non_cooperating = -1},
     /* the shape where the first VM kept the pool until hostd's fair claims (host-agent/README.md):
      * no SMT, 2:1 more */
-    {"step-16p-8x16", "16 pCPUs, 8 VMs x 16 vCPUs, 7 joining at 5 s, message passing", 16, .nvm = 8, .nvcpu = 16, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = -1},
-    {"noncoop-report", "16 pCPUs, 8 VMs x 8 vCPUs, vm0 ignores hints, enforce=report", 16, .nvm = 8, .nvcpu = 8, .w = W_PGBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = 0},
-    {"noncoop-cap", "16 pCPUs, 8 VMs x 8 vCPUs, vm0 ignores hints, enforce=cap", 16, .nvm = 8, .nvcpu = 8, .w = W_PGBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = 0, .cap = true},
-    {"bursty-8x8", "32 threads (16x2), 8 VMs x 8 vCPUs, hackbench in bursts (2 s on, 1.5 s off, phases random)", LETTER_HOST, .nvm = 8, .nvcpu = 8, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = -1, .together = true, .burst_on_ms = 2000, .burst_off_ms = 1500},
-    {"mixed-8x8", "32 threads (16x2), 8 VMs x 8 vCPUs, 4 CPU-bound (8 tasks) beside 4 message passing", LETTER_HOST, .nvm = 8, .nvcpu = 8, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = -1, .together = true, .nalt = 4, .alt = W_CPU8},
+    {"step-16p-8x16", "16 pCPUs, 8 VMs x 16 vCPUs, 7 joining at 5 s, message passing", 16, .nvm = 8,
+     .nvcpu = 16, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = -1},
+    {"noncoop-report", "16 pCPUs, 8 VMs x 8 vCPUs, vm0 ignores hints, enforce=report", 16, .nvm = 8,
+     .nvcpu = 8, .w = W_PGBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = 0},
+    {"noncoop-cap", "16 pCPUs, 8 VMs x 8 vCPUs, vm0 ignores hints, enforce=cap", 16, .nvm = 8,
+     .nvcpu = 8, .w = W_PGBENCH, .seconds = 30, .step_at_s = 5, .non_cooperating = 0, .cap = true},
+    {"bursty-8x8",
+     "32 threads (16x2), 8 VMs x 8 vCPUs, hackbench in bursts (2 s on, 1.5 s off, phases random)",
+     LETTER_HOST, .nvm = 8, .nvcpu = 8, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 5,
+     .non_cooperating = -1, .together = true, .burst_on_ms = 2000, .burst_off_ms = 1500},
+    {"mixed-8x8",
+     "32 threads (16x2), 8 VMs x 8 vCPUs, 4 CPU-bound (8 tasks) beside 4 message passing",
+     LETTER_HOST, .nvm = 8, .nvcpu = 8, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 5,
+     .non_cooperating = -1, .together = true, .nalt = 4, .alt = W_CPU8},
     /* the cover letter's rows (calibration.txt): every VM busy from 0, counted from 15 s */
-    {"letter-hackbench-8x16", "the letter's row: 8 VMs x 16 vCPUs, hackbench", LETTER_HOST, .nvm = 8, .nvcpu = 16, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
-    {"letter-hackbench-4x16", "the letter's row: 4 VMs x 16 vCPUs, hackbench", LETTER_HOST, .nvm = 4, .nvcpu = 16, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
-    {"letter-hackbench-8x8", "the letter's row: 8 VMs x 8 vCPUs, hackbench", LETTER_HOST, .nvm = 8, .nvcpu = 8, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
-    {"letter-hackbench-16x4", "the letter's row: 16 VMs x 4 vCPUs, hackbench", LETTER_HOST, .nvm = 16, .nvcpu = 4, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
-    {"letter-pgbench-16x4", "the letter's row: 16 VMs x 4 vCPUs, pgbench", LETTER_HOST, .nvm = 16, .nvcpu = 4, .w = W_PGBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
-    {"letter-pgbench-16x8", "the letter's row: 16 VMs x 8 vCPUs, pgbench", LETTER_HOST, .nvm = 16, .nvcpu = 8, .w = W_PGBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
-    {"letter-sysbench-16x4", "the letter's row: 16 VMs x 4 vCPUs, sysbench cpu", LETTER_HOST, .nvm = 16, .nvcpu = 4, .w = W_SYSBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
+    {"letter-hackbench-8x16", "the letter's row: 8 VMs x 16 vCPUs, hackbench", LETTER_HOST,
+     .nvm = 8, .nvcpu = 16, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
+    {"letter-hackbench-4x16", "the letter's row: 4 VMs x 16 vCPUs, hackbench", LETTER_HOST,
+     .nvm = 4, .nvcpu = 16, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
+    {"letter-hackbench-8x8", "the letter's row: 8 VMs x 8 vCPUs, hackbench", LETTER_HOST, .nvm = 8,
+     .nvcpu = 8, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
+    {"letter-hackbench-16x4", "the letter's row: 16 VMs x 4 vCPUs, hackbench", LETTER_HOST,
+     .nvm = 16, .nvcpu = 4, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
+    {"letter-pgbench-16x4", "the letter's row: 16 VMs x 4 vCPUs, pgbench", LETTER_HOST, .nvm = 16,
+     .nvcpu = 4, .w = W_PGBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
+    {"letter-pgbench-16x8", "the letter's row: 16 VMs x 8 vCPUs, pgbench", LETTER_HOST, .nvm = 16,
+     .nvcpu = 8, .w = W_PGBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
+    {"letter-sysbench-16x4", "the letter's row: 16 VMs x 4 vCPUs, sysbench cpu", LETTER_HOST,
+     .nvm = 16, .nvcpu = 4, .w = W_SYSBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
     /* the letter's other x86 rows: held out of the fit of tests/sim/README.md, they test it */
-    {"letter-hackbench-4x24", "the letter's row: 4 VMs x 24 vCPUs, hackbench", LETTER_HOST, .nvm = 4, .nvcpu = 24, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
-    {"letter-hackbench-4x32", "the letter's row: 4 VMs x 32 vCPUs, hackbench", LETTER_HOST, .nvm = 4, .nvcpu = 32, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
-    {"letter-hackbench-12x8", "the letter's row: 12 VMs x 8 vCPUs, hackbench", LETTER_HOST, .nvm = 12, .nvcpu = 8, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
-    {"letter-hackbench-2x24", "the letter's row: 2 VMs x 24 vCPUs, hackbench", LETTER_HOST, .nvm = 2, .nvcpu = 24, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
-    {"letter-hackbench-16x8", "the letter's row: 16 VMs x 8 vCPUs, hackbench", LETTER_HOST, .nvm = 16, .nvcpu = 8, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
-    {"letter-pgbench-12x8", "the letter's row: 12 VMs x 8 vCPUs, pgbench", LETTER_HOST, .nvm = 12, .nvcpu = 8, .w = W_PGBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
-    {"letter-pgbench-8x8", "the letter's row: 8 VMs x 8 vCPUs, pgbench", LETTER_HOST, .nvm = 8, .nvcpu = 8, .w = W_PGBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
-    {"letter-hackbench-2x32", "the letter's row: 2 VMs x 32 vCPUs, hackbench", LETTER_HOST, .nvm = 2, .nvcpu = 32, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
-    {"letter-pgbench-12x4", "the letter's row: 12 VMs x 4 vCPUs, pgbench", LETTER_HOST, .nvm = 12, .nvcpu = 4, .w = W_PGBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
-    {"letter-hackbench-12x4", "the letter's row: 12 VMs x 4 vCPUs, hackbench", LETTER_HOST, .nvm = 12, .nvcpu = 4, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
-    {"letter-pgbench-4x8", "the letter's row: 4 VMs x 8 vCPUs, pgbench", LETTER_HOST, .nvm = 4, .nvcpu = 8, .w = W_PGBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
-    {"letter-hackbench-4x4", "the letter's row: 4 VMs x 4 vCPUs, hackbench", LETTER_HOST, .nvm = 4, .nvcpu = 4, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
-    {"letter-sysbench-12x4", "the letter's row: 12 VMs x 4 vCPUs, sysbench cpu", LETTER_HOST, .nvm = 12, .nvcpu = 4, .w = W_SYSBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
-    {"letter-pgbench-4x24", "the letter's row: 4 VMs x 24 vCPUs, pgbench", LETTER_HOST, .nvm = 4, .nvcpu = 24, .w = W_PGBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
-    {"letter-pgbench-4x32", "the letter's row: 4 VMs x 32 vCPUs, pgbench", LETTER_HOST, .nvm = 4, .nvcpu = 32, .w = W_PGBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1, .together = true},
+    {"letter-hackbench-4x24", "the letter's row: 4 VMs x 24 vCPUs, hackbench", LETTER_HOST,
+     .nvm = 4, .nvcpu = 24, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
+    {"letter-hackbench-4x32", "the letter's row: 4 VMs x 32 vCPUs, hackbench", LETTER_HOST,
+     .nvm = 4, .nvcpu = 32, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
+    {"letter-hackbench-12x8", "the letter's row: 12 VMs x 8 vCPUs, hackbench", LETTER_HOST,
+     .nvm = 12, .nvcpu = 8, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
+    {"letter-hackbench-2x24", "the letter's row: 2 VMs x 24 vCPUs, hackbench", LETTER_HOST,
+     .nvm = 2, .nvcpu = 24, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
+    {"letter-hackbench-16x8", "the letter's row: 16 VMs x 8 vCPUs, hackbench", LETTER_HOST,
+     .nvm = 16, .nvcpu = 8, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
+    {"letter-pgbench-12x8", "the letter's row: 12 VMs x 8 vCPUs, pgbench", LETTER_HOST, .nvm = 12,
+     .nvcpu = 8, .w = W_PGBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
+    {"letter-pgbench-8x8", "the letter's row: 8 VMs x 8 vCPUs, pgbench", LETTER_HOST, .nvm = 8,
+     .nvcpu = 8, .w = W_PGBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
+    {"letter-hackbench-2x32", "the letter's row: 2 VMs x 32 vCPUs, hackbench", LETTER_HOST,
+     .nvm = 2, .nvcpu = 32, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
+    {"letter-pgbench-12x4", "the letter's row: 12 VMs x 4 vCPUs, pgbench", LETTER_HOST, .nvm = 12,
+     .nvcpu = 4, .w = W_PGBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
+    {"letter-hackbench-12x4", "the letter's row: 12 VMs x 4 vCPUs, hackbench", LETTER_HOST,
+     .nvm = 12, .nvcpu = 4, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
+    {"letter-pgbench-4x8", "the letter's row: 4 VMs x 8 vCPUs, pgbench", LETTER_HOST, .nvm = 4,
+     .nvcpu = 8, .w = W_PGBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
+    {"letter-hackbench-4x4", "the letter's row: 4 VMs x 4 vCPUs, hackbench", LETTER_HOST, .nvm = 4,
+     .nvcpu = 4, .w = W_HACKBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
+    {"letter-sysbench-12x4", "the letter's row: 12 VMs x 4 vCPUs, sysbench cpu", LETTER_HOST,
+     .nvm = 12, .nvcpu = 4, .w = W_SYSBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
+    {"letter-pgbench-4x24", "the letter's row: 4 VMs x 24 vCPUs, pgbench", LETTER_HOST, .nvm = 4,
+     .nvcpu = 24, .w = W_PGBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
+    {"letter-pgbench-4x32", "the letter's row: 4 VMs x 32 vCPUs, pgbench", LETTER_HOST, .nvm = 4,
+     .nvcpu = 32, .w = W_PGBENCH, .seconds = 30, .step_at_s = 15, .non_cooperating = -1,
+     .together = true},
 };
 
 struct result {
-    double units_per_s;    /* all VMs, after the step */
+    double units_per_s; /* all VMs, after the step */
     double *vm_units_per_s;
-    double spin_share;     /* spin time / (useful + spin) */
+    double spin_share; /* spin time / (useful + spin) */
     double jain;
-    double converge_s;     /* contention step -> last change of any preferred set */
+    double converge_s;         /* contention step -> last change of any preferred set */
     double changes_per_vm_min; /* steady state: second half of the run */
-    double mean_preferred; /* average preferred count per VM, second half */
-    double overhead_share; /* the costs' time / (useful + spin + overhead) */
+    double mean_preferred;     /* average preferred count per VM, second half */
+    double overhead_share;     /* the costs' time / (useful + spin + overhead) */
     unsigned long long yields; /* directed yields to a preempted lock holder's vCPU */
 };
 
@@ -220,8 +281,12 @@ static void governor_vm_step(struct sim *s, struct policy_state *ps, unsigned m)
     }
     if (ps->gov_prev[m] && vm->cooperates) {
         struct governor_input in = {
-            .prev = ps->gov_prev[m], .cur = cur, .online = &online, .topo = ps->topo,
-            .preferred = &vm->preferred, .params = {.high = 500, .low = 200},
+            .prev = ps->gov_prev[m],
+            .cur = cur,
+            .online = &online,
+            .topo = ps->topo,
+            .preferred = &vm->preferred,
+            .params = {.high = 500, .low = 200},
         };
         struct governor_output out;
         governor_step(&in, &out);
@@ -254,8 +319,8 @@ static void run(const struct scenario *sc, enum policy pol, uint64_t seed,
         vs[m].ignores_hints = (int)m == sc->non_cooperating;
         vs[m].start_s = m == 0 || sc->together ? 0 : sc->step_at_s;
     }
-    struct sim_spec spec = {.npcpu = sc->npcpu, .nvm = sc->nvm, .vm = vs, .seed = seed,
-                            .costs = *costs};
+    struct sim_spec spec = {
+        .npcpu = sc->npcpu, .nvm = sc->nvm, .vm = vs, .seed = seed, .costs = *costs};
     spec.costs.smt = sc->smt ? sc->smt : 1;
     struct sim *s = sim_new(&spec);
     struct policy_state ps = {.policy = pol};
@@ -522,10 +587,14 @@ static bool wanted(const char *const *only, unsigned nonly, const char *name)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"scenario", required_argument, NULL, 's'}, {"seed", required_argument, NULL, 'S'},
-        {"json", required_argument, NULL, 'j'},     {"trace", required_argument, NULL, 't'},
-        {"list", no_argument, NULL, 'l'},           {"help", no_argument, NULL, 'h'},
-        {"cost", required_argument, NULL, 'c'},     {"work", required_argument, NULL, 'w'},
+        {"scenario", required_argument, NULL, 's'},
+        {"seed", required_argument, NULL, 'S'},
+        {"json", required_argument, NULL, 'j'},
+        {"trace", required_argument, NULL, 't'},
+        {"list", no_argument, NULL, 'l'},
+        {"help", no_argument, NULL, 'h'},
+        {"cost", required_argument, NULL, 'c'},
+        {"work", required_argument, NULL, 'w'},
         {NULL, 0, NULL, 0},
     };
     const char *json_path = NULL, *trace_path = NULL;
@@ -549,25 +618,37 @@ int main(int argc, char **argv)
         }
         case 'w':
             if (work_set(optarg) < 0) {
-                fprintf(stderr, "chsim: bad --work %s (SHAPE.FIELD=VALUE; --help lists them)\n", optarg);
+                fprintf(stderr, "chsim: bad --work %s (SHAPE.FIELD=VALUE; --help lists them)\n",
+                        optarg);
                 return 2;
             }
             break;
         case 'c':
             if (cost_set(&costs, optarg) < 0) {
-                fprintf(stderr, "chsim: bad --cost %s (NAME=VALUE; --help lists the names)\n", optarg);
+                fprintf(stderr, "chsim: bad --cost %s (NAME=VALUE; --help lists the names)\n",
+                        optarg);
                 return 2;
             }
             break;
-        case 'S': seed = strtoull(optarg, NULL, 10); break;
-        case 'j': json_path = optarg; break;
-        case 't': trace_path = optarg; break;
+        case 'S':
+            seed = strtoull(optarg, NULL, 10);
+            break;
+        case 'j':
+            json_path = optarg;
+            break;
+        case 't':
+            trace_path = optarg;
+            break;
         case 'l':
             for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
                 printf("%-16s %s\n", scenarios[i].name, scenarios[i].what);
             return 0;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
     }
     for (size_t w = 0; w < NWORK; w++) {
@@ -598,8 +679,9 @@ int main(int argc, char **argv)
         fprintf(json, "},\"scenarios\":[");
     }
 
-    printf("SIMULATED results (tests/sim/README.md lists the model's assumptions), seed %llu, costs:",
-           (unsigned long long)seed);
+    printf(
+        "SIMULATED results (tests/sim/README.md lists the model's assumptions), seed %llu, costs:",
+        (unsigned long long)seed);
     printf(" ");
     fields_print(stdout, cost_fields, NCOST, &costs, false, " ");
     printf("\nshapes:");

@@ -26,7 +26,7 @@ struct sim_work {
                                     at least one */
     bool group_locks;            /* hackbench-like: one lock per group (the group's
                                     receivers share it) instead of locks */
-    unsigned burst_on_ms;  /* >0: bursty, busy this long, then idle burst_off_ms, repeated */
+    unsigned burst_on_ms;        /* >0: bursty, busy this long, then idle burst_off_ms, repeated */
     unsigned burst_off_ms;
 };
 
@@ -52,8 +52,8 @@ struct sim_costs {
 struct sim_vm_spec {
     unsigned nvcpu;
     struct sim_work work;
-    bool ignores_hints;  /* a non-cooperating guest: keeps every vCPU preferred */
-    unsigned start_s;    /* its workload starts at this simulated second */
+    bool ignores_hints; /* a non-cooperating guest: keeps every vCPU preferred */
+    unsigned start_s;   /* its workload starts at this simulated second */
 };
 
 struct sim_spec {
@@ -66,39 +66,39 @@ struct sim_spec {
 
 enum task_state {
     TASK_COMPUTE,
-    TASK_SPIN,      /* spinning on the VM's lock: burns its vCPU, makes no progress */
-    TASK_LOCKWAIT,  /* gave up spinning, halted until the holder releases the lock */
-    TASK_CS,        /* holding the lock */
-    TASK_SLEEP,     /* waiting for a message */
-    TASK_IDLE,      /* bursty workload between bursts: nothing to do, messages ignored */
+    TASK_SPIN,     /* spinning on the VM's lock: burns its vCPU, makes no progress */
+    TASK_LOCKWAIT, /* gave up spinning, halted until the holder releases the lock */
+    TASK_CS,       /* holding the lock */
+    TASK_SLEEP,    /* waiting for a message */
+    TASK_IDLE,     /* bursty workload between bursts: nothing to do, messages ignored */
 };
 
 struct sim_task {
     enum task_state state;
     uint64_t left_us;
     uint64_t spun_us;
-    unsigned tokens;  /* messages received and not yet consumed */
-    int vcpu;         /* the vCPU it is queued on or last ran on */
-    int ran_on;       /* the vCPU it last ran on, -1 never (task migration cost) */
-    int peer;         /* hackbench-like: the task this cycle's message goes to */
-    unsigned lock;    /* the lock this cycle's critical section takes */
+    unsigned tokens; /* messages received and not yet consumed */
+    int vcpu;        /* the vCPU it is queued on or last ran on */
+    int ran_on;      /* the vCPU it last ran on, -1 never (task migration cost) */
+    int peer;        /* hackbench-like: the task this cycle's message goes to */
+    unsigned lock;   /* the lock this cycle's critical section takes */
 };
 
 struct sim_vcpu {
-    int cur;          /* running task or -1 */
-    int *q;           /* queued tasks, FIFO */
+    int cur; /* running task or -1 */
+    int *q;  /* queued tasks, FIFO */
     unsigned nq;
-    int on_pcpu;      /* -1 when not running on the host */
+    int on_pcpu; /* -1 when not running on the host */
     int last_pcpu;
     bool was_runnable;
     uint64_t vruntime;
     uint64_t guest_clock;
-    uint64_t run_us;  /* cumulative: libvirt's vcpu.N.time */
-    uint64_t wait_us; /* cumulative: libvirt's vcpu.N.delay, the guest's steal */
-    uint64_t stall_us; /* overhead to burn before the guest progresses (refill, wakeup) */
+    uint64_t run_us;        /* cumulative: libvirt's vcpu.N.time */
+    uint64_t wait_us;       /* cumulative: libvirt's vcpu.N.delay, the guest's steal */
+    uint64_t stall_us;      /* overhead to burn before the guest progresses (refill, wakeup) */
     uint64_t sched_left_us; /* > 0: in the guest scheduler, holding its run-queue lock */
-    int rq_wait;      /* waiting for that vCPU's run-queue lock (a remote wakeup), -1 none */
-    bool pv_halted;   /* halted in that wait because the lock holder's vCPU is preempted */
+    int rq_wait;            /* waiting for that vCPU's run-queue lock (a remote wakeup), -1 none */
+    bool pv_halted;         /* halted in that wait because the lock holder's vCPU is preempted */
 };
 
 struct sim_vm {
@@ -109,7 +109,7 @@ struct sim_vm {
     unsigned ntask;
     struct sim_task *task;
     unsigned nlocks;
-    int *lock_owner;  /* per lock: the holding task or -1 */
+    int *lock_owner; /* per lock: the holding task or -1 */
     bool cooperates;
     uint64_t burst_phase_us; /* bursty: offset of this VM's burst cycle */
     bool bursting;
@@ -125,21 +125,21 @@ struct sim_vm {
     double cap_cpus;
     uint64_t quota_left_us;
     /* results */
-    uint64_t units;     /* completed work cycles */
-    uint64_t useful_us; /* time spent computing (in or out of the lock) */
-    uint64_t spin_us;   /* time burnt spinning on a preempted or busy lock holder */
+    uint64_t units;       /* completed work cycles */
+    uint64_t useful_us;   /* time spent computing (in or out of the lock) */
+    uint64_t spin_us;     /* time burnt spinning on a preempted or busy lock holder */
     uint64_t overhead_us; /* time burnt on the costs of struct sim_costs */
-    uint64_t yields;    /* directed yields to a preempted lock holder's vCPU */
+    uint64_t yields;      /* directed yields to a preempted lock holder's vCPU */
     uint64_t pushes;
-    unsigned changes;   /* preferred set changes */
+    unsigned changes; /* preferred set changes */
 };
 
 struct sim_pcpu {
-    int vm;            /* running vCPU's VM, -1 idle */
+    int vm; /* running vCPU's VM, -1 idle */
     unsigned vcpu;
-    int last_vm;       /* the vCPU it ran last (context switch cost) */
+    int last_vm; /* the vCPU it ran last (context switch cost) */
     unsigned last_vcpu;
-    int yield_vm;      /* directed yield requested by the running vCPU: run this one next */
+    int yield_vm; /* directed yield requested by the running vCPU: run this one next */
     unsigned yield_vcpu;
     uint64_t slice_left_us;
     uint64_t busy_us;

@@ -7,23 +7,35 @@
 
 static const char *const accept[] = {
     "{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"corehint-hostd/0.1.0\"}",
-    "{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"corehint-guestd/0.1.0\",\"online\":\"0-3\",\"writable\":true}",
-    "{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"x\",\"max_v\":3,\"session\":\"0123456789abcdef\"}",
-    "{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"x\",\"session\":\"ffffffffffffffff\"}",
-    "{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0-1\",\"writable\":false,\"reason\":\"busy\"}",
-    "{\"v\":2,\"type\":\"hint\",\"session\":\"0000000000000000\",\"seq\":1,\"cpus\":\"0\",\"lease_ms\":100}",
-    "{\"v\":1,\"type\":\"hint\",\"session\":\"00000000000000a1\",\"seq\":1,\"cpus\":\"0\",\"lease_ms\":100}",
-    "{\"v\":2,\"type\":\"status\",\"seq\":0,\"applied\":\"0\",\"mode\":\"fallback\",\"steal_pct_x100\":0}",
+    "{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"corehint-guestd/"
+    "0.1.0\",\"online\":\"0-3\",\"writable\":true}",
+    "{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"x\",\"max_v\":3,\"session\":"
+    "\"0123456789abcdef\"}",
+    "{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"x\",\"session\":"
+    "\"ffffffffffffffff\"}",
+    "{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0-1\","
+    "\"writable\":false,\"reason\":\"busy\"}",
+    "{\"v\":2,\"type\":\"hint\",\"session\":\"0000000000000000\",\"seq\":1,\"cpus\":\"0\",\"lease_"
+    "ms\":100}",
+    "{\"v\":1,\"type\":\"hint\",\"session\":\"00000000000000a1\",\"seq\":1,\"cpus\":\"0\",\"lease_"
+    "ms\":100}",
+    "{\"v\":2,\"type\":\"status\",\"seq\":0,\"applied\":\"0\",\"mode\":\"fallback\",\"steal_pct_"
+    "x100\":0}",
     "{\"v\":1,\"type\":\"hint\",\"seq\":1,\"cpus\":\"0-1\",\"lease_ms\":3000}",
     "{\"v\":1,\"type\":\"hint\",\"seq\":18446744073709551615,\"cpus\":\"0\",\"lease_ms\":100}",
-    "{\"v\":1,\"type\":\"hint\",\"seq\":5,\"cpus\":\"0,2\",\"lease_ms\":600000,\"reason\":\"contended\"}",
+    "{\"v\":1,\"type\":\"hint\",\"seq\":5,\"cpus\":\"0,2\",\"lease_ms\":600000,\"reason\":"
+    "\"contended\"}",
     "{\"type\":\"hint\",\"lease_ms\":3000,\"cpus\":\"0-1\",\"seq\":2,\"v\":1}", /* any key order */
     "{\"v\":1,\"type\":\"hint\",\"seq\":1,\"cpus\":\"0\",\"lease_ms\":100,\"future\":{\"a\":[1]}}",
     "{\"v\":1,\"type\":\"hint\",\"seq\":1,\"cpus\":\"0\",\"lease_ms\":100,\"x\":\"{{{[[[\"}",
-    "{\"v\":1,\"type\":\"status\",\"seq\":0,\"applied\":\"\",\"mode\":\"unsupported\",\"steal_pct_x100\":0}",
-    "{\"v\":1,\"type\":\"status\",\"seq\":7,\"applied\":\"0-1\",\"mode\":\"host\",\"steal_pct_x100\":10000}",
-    "{\"v\":1,\"type\":\"status\",\"seq\":7,\"applied\":\"0-1\",\"mode\":\"fallback\",\"steal_pct_x100\":512}",
-    "{\"v\":1,\"type\":\"error\",\"seq\":3,\"code\":\"not-online\",\"message\":\"cpu 5 is offline\"}",
+    "{\"v\":1,\"type\":\"status\",\"seq\":0,\"applied\":\"\",\"mode\":\"unsupported\",\"steal_pct_"
+    "x100\":0}",
+    "{\"v\":1,\"type\":\"status\",\"seq\":7,\"applied\":\"0-1\",\"mode\":\"host\",\"steal_pct_"
+    "x100\":10000}",
+    "{\"v\":1,\"type\":\"status\",\"seq\":7,\"applied\":\"0-1\",\"mode\":\"fallback\",\"steal_pct_"
+    "x100\":512}",
+    "{\"v\":1,\"type\":\"error\",\"seq\":3,\"code\":\"not-online\",\"message\":\"cpu 5 is "
+    "offline\"}",
     "  {\"v\":1,\"type\":\"error\",\"seq\":0,\"code\":\"x\",\"message\":\"caf\\u00e9\"} \r",
 };
 
@@ -39,7 +51,8 @@ static const struct {
     {"{\"v\":1,\"type\":\"hint\"}{}", CH_DEC_BAD_JSON, NULL, 0},
     {"{'v':1}", CH_DEC_BAD_JSON, NULL, 0},
     {"{\"v\":1,}", CH_DEC_BAD_JSON, NULL, 0},
-    {"{\"v\":1,\"type\":\"error\",\"seq\":0,\"code\":\"x\",\"message\":\"\xff\xfe\"}", CH_DEC_BAD_JSON, NULL, 0},
+    {"{\"v\":1,\"type\":\"error\",\"seq\":0,\"code\":\"x\",\"message\":\"\xff\xfe\"}",
+     CH_DEC_BAD_JSON, NULL, 0},
     {"{\"a\":{\"b\":{\"c\":{\"d\":{\"e\":1}}}}}", CH_DEC_BAD_JSON, NULL, 0}, /* too deep */
     {"{\"v\":1,\"type\":\"hint\",\"x\":{\"y\":{\"z\":{}}}}", CH_DEC_BAD_JSON, NULL, 0},
     {"{\"v\":1,\"type\":\"hint\",\"x\":[[1]],\"y\":[[[2]]]}", CH_DEC_BAD_JSON, NULL, 0},
@@ -51,55 +64,110 @@ static const struct {
     {"{\"v\":-1,\"type\":\"hint\"}", CH_DEC_BAD_VERSION, "v", 0},
     {"{\"v\":1.0,\"type\":\"hint\"}", CH_DEC_BAD_VERSION, "v", 0},
     {"{\"v\":3,\"type\":\"hint\"}", CH_DEC_UNSUPPORTED_VERSION, "v", 0},
-    {"{\"v\":1,\"type\":\"hint\\u0000x\",\"seq\":1,\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_BAD_TYPE, "type", 0},
-    {"{\"v\":2,\"type\":\"hint\",\"seq\":4,\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_MISSING_FIELD, "session", 4},
-    {"{\"v\":2,\"type\":\"hint\",\"session\":\"0123456789ABCDEF\",\"seq\":4,\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_BAD_FIELD, "session", 4},
-    {"{\"v\":2,\"type\":\"hint\",\"session\":\"0123456789abcde\",\"seq\":4,\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_BAD_FIELD, "session", 4},
-    {"{\"v\":2,\"type\":\"hint\",\"session\":12,\"seq\":4,\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_BAD_FIELD, "session", 4},
-    {"{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"x\",\"max_v\":2}", CH_DEC_MISSING_FIELD, "session", 0},
-    {"{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"x\",\"session\":\"0x23456789abcdef\"}", CH_DEC_BAD_FIELD, "session", 0},
-    {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0\",\"writable\":false,\"reason\":\"\"}", CH_DEC_BAD_FIELD, "reason", 0},
-    {"{\"v\":1,\"type\":\"status\",\"seq\":2,\"applied\":\"\",\"mode\":\"host\",\"steal_pct_x100\":0}", CH_DEC_BAD_CPULIST, "applied", 2},
-    {"{\"v\":1,\"type\":\"status\",\"seq\":2,\"applied\":\"\",\"mode\":\"fallback\",\"steal_pct_x100\":0}", CH_DEC_BAD_CPULIST, "applied", 2},
+    {"{\"v\":1,\"type\":\"hint\\u0000x\",\"seq\":1,\"cpus\":\"0\",\"lease_ms\":100}",
+     CH_DEC_BAD_TYPE, "type", 0},
+    {"{\"v\":2,\"type\":\"hint\",\"seq\":4,\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_MISSING_FIELD,
+     "session", 4},
+    {"{\"v\":2,\"type\":\"hint\",\"session\":\"0123456789ABCDEF\",\"seq\":4,\"cpus\":\"0\",\"lease_"
+     "ms\":100}",
+     CH_DEC_BAD_FIELD, "session", 4},
+    {"{\"v\":2,\"type\":\"hint\",\"session\":\"0123456789abcde\",\"seq\":4,\"cpus\":\"0\",\"lease_"
+     "ms\":100}",
+     CH_DEC_BAD_FIELD, "session", 4},
+    {"{\"v\":2,\"type\":\"hint\",\"session\":12,\"seq\":4,\"cpus\":\"0\",\"lease_ms\":100}",
+     CH_DEC_BAD_FIELD, "session", 4},
+    {"{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"x\",\"max_v\":2}",
+     CH_DEC_MISSING_FIELD, "session", 0},
+    {"{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"x\",\"session\":"
+     "\"0x23456789abcdef\"}",
+     CH_DEC_BAD_FIELD, "session", 0},
+    {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0\",\"writable\":"
+     "false,\"reason\":\"\"}",
+     CH_DEC_BAD_FIELD, "reason", 0},
+    {"{\"v\":1,\"type\":\"status\",\"seq\":2,\"applied\":\"\",\"mode\":\"host\",\"steal_pct_x100\":"
+     "0}",
+     CH_DEC_BAD_CPULIST, "applied", 2},
+    {"{\"v\":1,\"type\":\"status\",\"seq\":2,\"applied\":\"\",\"mode\":\"fallback\",\"steal_pct_"
+     "x100\":0}",
+     CH_DEC_BAD_CPULIST, "applied", 2},
     {"{\"v\":1}", CH_DEC_BAD_TYPE, "type", 0},
     {"{\"v\":1,\"type\":7}", CH_DEC_BAD_TYPE, "type", 0},
     {"{\"v\":1,\"type\":\"reboot\",\"seq\":9}", CH_DEC_UNKNOWN_TYPE, "type", 9},
     {"{\"v\":1,\"type\":\"hint\",\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_MISSING_FIELD, "seq", 0},
-    {"{\"v\":1,\"type\":\"hint\",\"seq\":0,\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_BAD_FIELD, "seq", 0},
-    {"{\"v\":1,\"type\":\"hint\",\"seq\":-4,\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_BAD_FIELD, "seq", 0},
-    {"{\"v\":1,\"type\":\"hint\",\"seq\":\"4\",\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_BAD_FIELD, "seq", 0},
-    {"{\"v\":1,\"type\":\"hint\",\"seq\":1.5,\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_BAD_FIELD, "seq", 0},
-    {"{\"v\":1,\"type\":\"hint\",\"seq\":18446744073709551616,\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_BAD_FIELD, "seq", 0},
+    {"{\"v\":1,\"type\":\"hint\",\"seq\":0,\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_BAD_FIELD,
+     "seq", 0},
+    {"{\"v\":1,\"type\":\"hint\",\"seq\":-4,\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_BAD_FIELD,
+     "seq", 0},
+    {"{\"v\":1,\"type\":\"hint\",\"seq\":\"4\",\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_BAD_FIELD,
+     "seq", 0},
+    {"{\"v\":1,\"type\":\"hint\",\"seq\":1.5,\"cpus\":\"0\",\"lease_ms\":100}", CH_DEC_BAD_FIELD,
+     "seq", 0},
+    {"{\"v\":1,\"type\":\"hint\",\"seq\":18446744073709551616,\"cpus\":\"0\",\"lease_ms\":100}",
+     CH_DEC_BAD_FIELD, "seq", 0},
     {"{\"v\":1,\"type\":\"hint\",\"seq\":4,\"lease_ms\":100}", CH_DEC_MISSING_FIELD, "cpus", 4},
-    {"{\"v\":1,\"type\":\"hint\",\"seq\":4,\"cpus\":\"\",\"lease_ms\":100}", CH_DEC_BAD_CPULIST, "cpus", 4},
-    {"{\"v\":1,\"type\":\"hint\",\"seq\":4,\"cpus\":\"3-1\",\"lease_ms\":100}", CH_DEC_BAD_CPULIST, "cpus", 4},
-    {"{\"v\":1,\"type\":\"hint\",\"seq\":4,\"cpus\":\"9000\",\"lease_ms\":100}", CH_DEC_BAD_CPULIST, "cpus", 4},
-    {"{\"v\":1,\"type\":\"hint\",\"seq\":4,\"cpus\":[0,1],\"lease_ms\":100}", CH_DEC_BAD_FIELD, "cpus", 4},
+    {"{\"v\":1,\"type\":\"hint\",\"seq\":4,\"cpus\":\"\",\"lease_ms\":100}", CH_DEC_BAD_CPULIST,
+     "cpus", 4},
+    {"{\"v\":1,\"type\":\"hint\",\"seq\":4,\"cpus\":\"3-1\",\"lease_ms\":100}", CH_DEC_BAD_CPULIST,
+     "cpus", 4},
+    {"{\"v\":1,\"type\":\"hint\",\"seq\":4,\"cpus\":\"9000\",\"lease_ms\":100}", CH_DEC_BAD_CPULIST,
+     "cpus", 4},
+    {"{\"v\":1,\"type\":\"hint\",\"seq\":4,\"cpus\":[0,1],\"lease_ms\":100}", CH_DEC_BAD_FIELD,
+     "cpus", 4},
     {"{\"v\":1,\"type\":\"hint\",\"seq\":4,\"cpus\":\"0\"}", CH_DEC_MISSING_FIELD, "lease_ms", 4},
-    {"{\"v\":1,\"type\":\"hint\",\"seq\":4,\"cpus\":\"0\",\"lease_ms\":99}", CH_DEC_BAD_FIELD, "lease_ms", 4},
-    {"{\"v\":1,\"type\":\"hint\",\"seq\":4,\"cpus\":\"0\",\"lease_ms\":600001}", CH_DEC_BAD_FIELD, "lease_ms", 4},
-    {"{\"v\":1,\"type\":\"hint\",\"seq\":4,\"cpus\":\"0\",\"lease_ms\":100,\"reason\":5}", CH_DEC_BAD_FIELD, "reason", 4},
+    {"{\"v\":1,\"type\":\"hint\",\"seq\":4,\"cpus\":\"0\",\"lease_ms\":99}", CH_DEC_BAD_FIELD,
+     "lease_ms", 4},
+    {"{\"v\":1,\"type\":\"hint\",\"seq\":4,\"cpus\":\"0\",\"lease_ms\":600001}", CH_DEC_BAD_FIELD,
+     "lease_ms", 4},
+    {"{\"v\":1,\"type\":\"hint\",\"seq\":4,\"cpus\":\"0\",\"lease_ms\":100,\"reason\":5}",
+     CH_DEC_BAD_FIELD, "reason", 4},
     {"{\"v\":1,\"type\":\"hello\",\"agent\":\"x\"}", CH_DEC_MISSING_FIELD, "role", 0},
-    {"{\"v\":1,\"type\":\"hello\",\"role\":\"admin\",\"agent\":\"x\"}", CH_DEC_BAD_FIELD, "role", 0},
+    {"{\"v\":1,\"type\":\"hello\",\"role\":\"admin\",\"agent\":\"x\"}", CH_DEC_BAD_FIELD, "role",
+     0},
     {"{\"v\":1,\"type\":\"hello\",\"role\":\"host\"}", CH_DEC_MISSING_FIELD, "agent", 0},
     {"{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"\"}", CH_DEC_BAD_FIELD, "agent", 0},
-    {"{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"a\\nb\"}", CH_DEC_BAD_FIELD, "agent", 0},
-    {"{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"a\\u0000b\"}", CH_DEC_BAD_FIELD, "agent", 0},
-    {"{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"0123456789012345678901234567890123456789012345678901234567890123X\"}", CH_DEC_BAD_FIELD, "agent", 0},
-    {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"writable\":true}", CH_DEC_MISSING_FIELD, "online", 0},
-    {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"\",\"writable\":true}", CH_DEC_BAD_CPULIST, "online", 0},
-    {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0-1\"}", CH_DEC_MISSING_FIELD, "writable", 0},
-    {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0-1\",\"writable\":1}", CH_DEC_BAD_FIELD, "writable", 0},
-    {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0-1\",\"writable\":true,\"housekeeping\":\"\"}", CH_DEC_BAD_CPULIST, "housekeeping", 0},
-    {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0-1\",\"writable\":true,\"housekeeping\":\"1-2\"}", CH_DEC_BAD_CPULIST, "housekeeping", 0},
-    {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0-1\",\"writable\":true,\"housekeeping\":1}", CH_DEC_BAD_FIELD, "housekeeping", 0},
-    {"{\"v\":1,\"type\":\"status\",\"applied\":\"0\",\"mode\":\"host\",\"steal_pct_x100\":0}", CH_DEC_MISSING_FIELD, "seq", 0},
-    {"{\"v\":1,\"type\":\"status\",\"seq\":2,\"applied\":\"x\",\"mode\":\"host\",\"steal_pct_x100\":0}", CH_DEC_BAD_CPULIST, "applied", 2},
-    {"{\"v\":1,\"type\":\"status\",\"seq\":2,\"applied\":\"0\",\"mode\":\"turbo\",\"steal_pct_x100\":0}", CH_DEC_BAD_FIELD, "mode", 2},
-    {"{\"v\":1,\"type\":\"status\",\"seq\":2,\"applied\":\"0\",\"mode\":\"host\",\"steal_pct_x100\":10001}", CH_DEC_BAD_FIELD, "steal_pct_x100", 2},
-    {"{\"v\":1,\"type\":\"status\",\"seq\":2,\"applied\":\"0\",\"mode\":\"host\"}", CH_DEC_MISSING_FIELD, "steal_pct_x100", 2},
-    {"{\"v\":1,\"type\":\"error\",\"seq\":1,\"code\":\"Bad_Code\",\"message\":\"m\"}", CH_DEC_BAD_FIELD, "code", 1},
-    {"{\"v\":1,\"type\":\"error\",\"seq\":1,\"code\":\"-x\",\"message\":\"m\"}", CH_DEC_BAD_FIELD, "code", 1},
+    {"{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"a\\nb\"}", CH_DEC_BAD_FIELD,
+     "agent", 0},
+    {"{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"a\\u0000b\"}", CH_DEC_BAD_FIELD,
+     "agent", 0},
+    {"{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":"
+     "\"0123456789012345678901234567890123456789012345678901234567890123X\"}",
+     CH_DEC_BAD_FIELD, "agent", 0},
+    {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"writable\":true}",
+     CH_DEC_MISSING_FIELD, "online", 0},
+    {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"\",\"writable\":"
+     "true}",
+     CH_DEC_BAD_CPULIST, "online", 0},
+    {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0-1\"}",
+     CH_DEC_MISSING_FIELD, "writable", 0},
+    {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0-1\","
+     "\"writable\":1}",
+     CH_DEC_BAD_FIELD, "writable", 0},
+    {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0-1\","
+     "\"writable\":true,\"housekeeping\":\"\"}",
+     CH_DEC_BAD_CPULIST, "housekeeping", 0},
+    {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0-1\","
+     "\"writable\":true,\"housekeeping\":\"1-2\"}",
+     CH_DEC_BAD_CPULIST, "housekeeping", 0},
+    {"{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g\",\"online\":\"0-1\","
+     "\"writable\":true,\"housekeeping\":1}",
+     CH_DEC_BAD_FIELD, "housekeeping", 0},
+    {"{\"v\":1,\"type\":\"status\",\"applied\":\"0\",\"mode\":\"host\",\"steal_pct_x100\":0}",
+     CH_DEC_MISSING_FIELD, "seq", 0},
+    {"{\"v\":1,\"type\":\"status\",\"seq\":2,\"applied\":\"x\",\"mode\":\"host\",\"steal_pct_"
+     "x100\":0}",
+     CH_DEC_BAD_CPULIST, "applied", 2},
+    {"{\"v\":1,\"type\":\"status\",\"seq\":2,\"applied\":\"0\",\"mode\":\"turbo\",\"steal_pct_"
+     "x100\":0}",
+     CH_DEC_BAD_FIELD, "mode", 2},
+    {"{\"v\":1,\"type\":\"status\",\"seq\":2,\"applied\":\"0\",\"mode\":\"host\",\"steal_pct_"
+     "x100\":10001}",
+     CH_DEC_BAD_FIELD, "steal_pct_x100", 2},
+    {"{\"v\":1,\"type\":\"status\",\"seq\":2,\"applied\":\"0\",\"mode\":\"host\"}",
+     CH_DEC_MISSING_FIELD, "steal_pct_x100", 2},
+    {"{\"v\":1,\"type\":\"error\",\"seq\":1,\"code\":\"Bad_Code\",\"message\":\"m\"}",
+     CH_DEC_BAD_FIELD, "code", 1},
+    {"{\"v\":1,\"type\":\"error\",\"seq\":1,\"code\":\"-x\",\"message\":\"m\"}", CH_DEC_BAD_FIELD,
+     "code", 1},
     {"{\"v\":1,\"type\":\"error\",\"seq\":1,\"code\":\"x\"}", CH_DEC_MISSING_FIELD, "message", 1},
 };
 
@@ -136,7 +204,8 @@ TEST(rejects_with_precise_code)
 TEST(decoded_fields)
 {
     struct ch_msg m;
-    const char *l = "{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g/1\",\"online\":\"0-3,6\",\"writable\":false}";
+    const char *l = "{\"v\":1,\"type\":\"hello\",\"role\":\"guest\",\"agent\":\"g/"
+                    "1\",\"online\":\"0-3,6\",\"writable\":false}";
     char buf[64];
 
     CHECK_INT(ch_decode(l, strlen(l), &m, NULL), 0);
@@ -155,7 +224,8 @@ TEST(decoded_fields)
     ch_cpulist_format(&m.u.hello.housekeeping, buf, sizeof(buf));
     CHECK_STR(buf, "1,3");
 
-    l = "{\"v\":1,\"type\":\"hint\",\"seq\":18446744073709551615,\"cpus\":\"0,2\",\"lease_ms\":3000}";
+    l = "{\"v\":1,\"type\":\"hint\",\"seq\":18446744073709551615,\"cpus\":\"0,2\",\"lease_ms\":"
+        "3000}";
     CHECK_INT(ch_decode(l, strlen(l), &m, NULL), 0);
     CHECK(m.u.hint.seq == UINT64_MAX);
     CHECK_INT(m.u.hint.lease_ms, 3000);
@@ -184,8 +254,9 @@ static void check_line_limit(const char *head, size_t max)
 
 TEST(line_length_limit)
 {
-    check_line_limit("{\"v\":1,\"type\":\"hint\",\"seq\":1,\"cpus\":\"0\",\"lease_ms\":100,\"pad\":\"",
-                     CH_LINE_MAX_V1);
+    check_line_limit(
+        "{\"v\":1,\"type\":\"hint\",\"seq\":1,\"cpus\":\"0\",\"lease_ms\":100,\"pad\":\"",
+        CH_LINE_MAX_V1);
     check_line_limit("{\"v\":2,\"type\":\"hint\",\"session\":\"0000000000000001\",\"seq\":1,"
                      "\"cpus\":\"0\",\"lease_ms\":100,\"pad\":\"",
                      CH_LINE_MAX);
@@ -276,8 +347,9 @@ TEST(encode_round_trips)
         CHECK_STR(again, buf);
     }
     ch_encode(&in[0], buf, sizeof(buf));
-    CHECK_STR(buf, "{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"corehint-hostd/0.1.0\","
-                   "\"max_v\":2,\"session\":\"5f0c1d9e2a7b4c03\"}\n");
+    CHECK_STR(buf,
+              "{\"v\":1,\"type\":\"hello\",\"role\":\"host\",\"agent\":\"corehint-hostd/0.1.0\","
+              "\"max_v\":2,\"session\":\"5f0c1d9e2a7b4c03\"}\n");
     ch_encode(&in[2], buf, sizeof(buf));
     CHECK_STR(buf, "{\"v\":2,\"type\":\"hint\",\"session\":\"5f0c1d9e2a7b4c03\",\"seq\":42,"
                    "\"cpus\":\"0-2,7\",\"lease_ms\":3000,\"reason\":\"contention\"}\n");
@@ -288,8 +360,9 @@ TEST(encode_round_trips)
     CHECK_STR(buf, "{\"v\":1,\"type\":\"hint\",\"seq\":42,\"cpus\":\"0-2,7\",\"lease_ms\":3000,"
                    "\"reason\":\"contention\"}\n");
     ch_encode(&in[3], buf, sizeof(buf));
-    CHECK_STR(buf, "{\"v\":2,\"type\":\"status\",\"seq\":42,\"applied\":\"0-2,7\",\"mode\":\"fallback\","
-                   "\"steal_pct_x100\":250}\n");
+    CHECK_STR(buf,
+              "{\"v\":2,\"type\":\"status\",\"seq\":42,\"applied\":\"0-2,7\",\"mode\":\"fallback\","
+              "\"steal_pct_x100\":250}\n");
 }
 
 TEST(encode_refuses_invalid)

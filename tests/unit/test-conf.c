@@ -68,7 +68,8 @@ TEST(errors_name_file_and_line)
     struct seen s = {0};
     char err[256];
 
-    CHECK_INT(ch_conf_parse_text("x.conf", "a = 1\nnovalue\n", record, &s, err, sizeof(err)), -EINVAL);
+    CHECK_INT(ch_conf_parse_text("x.conf", "a = 1\nnovalue\n", record, &s, err, sizeof(err)),
+              -EINVAL);
     CHECK_STR(err, "x.conf:2: expected \"key = value\"");
     CHECK_INT(ch_conf_parse_text("x.conf", "\n\nbad = 1\n", record, &s, err, sizeof(err)), -EINVAL);
     CHECK_STR(err, "x.conf:3: bad: not allowed");
@@ -85,7 +86,8 @@ TEST(missing_file_is_enoent)
     struct seen s = {0};
     char err[256];
 
-    CHECK_INT(ch_conf_parse_file("/nonexistent/corehint.conf", record, &s, err, sizeof(err)), -ENOENT);
+    CHECK_INT(ch_conf_parse_file("/nonexistent/corehint.conf", record, &s, err, sizeof(err)),
+              -ENOENT);
     char path[] = "/tmp/corehint-conf-XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0);
@@ -109,7 +111,8 @@ TEST(typed_values_range_checked)
     CHECK_STR(err, "interval_ms: 99 is out of range 100..100000");
     CHECK_INT(ch_conf_uint("interval_ms", "-5", 0, 10, &u, err, sizeof(err)), -EINVAL);
     CHECK_INT(ch_conf_uint("interval_ms", "12abc", 0, 100, &u, err, sizeof(err)), -EINVAL);
-    CHECK_INT(ch_conf_uint("n", "99999999999999999999999", 0, UINT64_MAX, &u, err, sizeof(err)), -ERANGE);
+    CHECK_INT(ch_conf_uint("n", "99999999999999999999999", 0, UINT64_MAX, &u, err, sizeof(err)),
+              -ERANGE);
     CHECK_INT(ch_conf_double("headroom", "0.5", 0, 1, &d, err, sizeof(err)), 0);
     CHECK(d == 0.5);
     CHECK_INT(ch_conf_double("headroom", "1.5", 0, 1, &d, err, sizeof(err)), -ERANGE);

@@ -15,8 +15,8 @@ static const struct {
     {"7", "7"},
     {"0-3", "0-3"},
     {"0-3,5,8-9", "0-3,5,8-9"},
-    {"0,1", "0-1"},         /* adjacent ids fold into a range */
-    {"0-1,2-3", "0-3"},     /* adjacent ranges fold */
+    {"0,1", "0-1"},     /* adjacent ids fold into a range */
+    {"0-1,2-3", "0-3"}, /* adjacent ranges fold */
     {"3-3", "3"},
     {"0,2,4", "0,2,4"},
     {"10-12,100", "10-12,100"},
@@ -37,19 +37,19 @@ static const struct {
     {"0,,1", -EINVAL},
     {"-1", -EINVAL},
     {"+1", -EINVAL},
-    {"01", -EINVAL},        /* leading zero */
+    {"01", -EINVAL}, /* leading zero */
     {"0-03", -EINVAL},
-    {"3-1", -EINVAL},       /* descending range */
-    {"2,1", -EINVAL},       /* descending order */
-    {"0-3,2", -EINVAL},     /* overlap */
-    {"1,1", -EINVAL},       /* duplicate */
+    {"3-1", -EINVAL},   /* descending range */
+    {"2,1", -EINVAL},   /* descending order */
+    {"0-3,2", -EINVAL}, /* overlap */
+    {"1,1", -EINVAL},   /* duplicate */
     {"0-", -EINVAL},
     {"-", -EINVAL},
     {"1-2-3", -EINVAL},
-    {"0-7:2/4", -EINVAL},   /* stride syntax is not accepted */
+    {"0-7:2/4", -EINVAL}, /* stride syntax is not accepted */
     {"a", -EINVAL},
     {"0x1", -EINVAL},
-    {"0\n", -EINVAL},       /* only the sysfs variant takes a newline */
+    {"0\n", -EINVAL}, /* only the sysfs variant takes a newline */
     {"8192", -ERANGE},
     {"0-8192", -ERANGE},
     {"99999999999999999999999", -ERANGE}, /* would overflow any integer type */
@@ -75,7 +75,8 @@ TEST(rejects_every_grammar_violation)
         ch_cpuset s;
         int rc = ch_cpulist_parse(reject[i].text, strlen(reject[i].text), &s);
 
-        CHECK_MSG(rc == reject[i].rc, "\"%s\": rc %d, expected %d", reject[i].text, rc, reject[i].rc);
+        CHECK_MSG(rc == reject[i].rc, "\"%s\": rc %d, expected %d", reject[i].text, rc,
+                  reject[i].rc);
         CHECK(ch_cpuset_empty(&s));
     }
 }
@@ -149,7 +150,7 @@ TEST(set_operations)
     CHECK_INT(ch_cpuset_next(&c, 64), 64);
     CHECK_INT(ch_cpuset_next(&c, 65), 8191);
     unsigned n = 0;
-    ch_cpuset_foreach(cpu, &c)
+    ch_cpuset_foreach (cpu, &c)
         n += (unsigned)cpu;
     CHECK_INT(n, 63 + 64 + 8191);
 }

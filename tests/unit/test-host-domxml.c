@@ -12,8 +12,7 @@ static int parse(const char *xml, struct dx_info *info)
     return dx_parse(xml, strlen(xml), info);
 }
 
-#define DOM(meta)                                                                                  \
-    "<domain type='qemu'><name>vm</name><metadata>" meta "</metadata></domain>"
+#define DOM(meta) "<domain type='qemu'><name>vm</name><metadata>" meta "</metadata></domain>"
 #define CAP(attrs) "<c:cap xmlns:c='" DX_CAP_URI "' " attrs "/>"
 
 TEST(cap_record_read_back)
@@ -49,14 +48,14 @@ TEST(cap_record_elsewhere_is_not_ours)
 TEST(cap_record_with_bad_numbers_gives_back_no_limit)
 {
     static const char *const bad[] = {
-        CAP("cpus='1' saved_period='999' saved_quota='150000'"),      /* period below 1 ms */
-        CAP("cpus='1' saved_period='1000001' saved_quota='150000'"),  /* above 1 s */
-        CAP("cpus='1' saved_period='100000' saved_quota='999'"),      /* quota below 1 ms */
-        CAP("cpus='1' saved_period='100000' saved_quota='-2'"),       /* negative, not -1 */
-        CAP("cpus='1' saved_period='100000' saved_quota='1.5e5'"),    /* not an integer */
-        CAP("cpus='1' saved_period='1e5x' saved_quota='150000'"),     /* trailing garbage */
+        CAP("cpus='1' saved_period='999' saved_quota='150000'"),            /* period below 1 ms */
+        CAP("cpus='1' saved_period='1000001' saved_quota='150000'"),        /* above 1 s */
+        CAP("cpus='1' saved_period='100000' saved_quota='999'"),            /* quota below 1 ms */
+        CAP("cpus='1' saved_period='100000' saved_quota='-2'"),             /* negative, not -1 */
+        CAP("cpus='1' saved_period='100000' saved_quota='1.5e5'"),          /* not an integer */
+        CAP("cpus='1' saved_period='1e5x' saved_quota='150000'"),           /* trailing garbage */
         CAP("cpus='1' saved_period='100000' saved_quota='17592186044416'"), /* above max */
-        CAP("cpus='1' saved_period='100000'"),                        /* quota missing */
+        CAP("cpus='1' saved_period='100000'"),                              /* quota missing */
     };
     struct dx_info info;
 

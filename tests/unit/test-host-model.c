@@ -415,7 +415,7 @@ TEST(shares_default_from_cgroup_mode)
     CHECK_INT(col_shares_default(root), 1024); /* hybrid: the cpu controller is v1 */
     write_text(file, "4:cpu,cpuacct:/\n3:pids:/\n");
     CHECK_INT(col_shares_default(root), 1024); /* v1 */
-    CHECK_INT(col_shares_default(""), 0); /* remote: unknown */
+    CHECK_INT(col_shares_default(""), 0);      /* remote: unknown */
     unlink(file);
     CHECK_INT(col_shares_default(root), 0); /* unreadable: unknown */
     rmdir(dir);

@@ -16,7 +16,7 @@
 struct ch_conf_line {
     const char *file;
     unsigned line;
-    const char *section; /* "" before the first header */
+    const char *section;     /* "" before the first header */
     const char *section_arg; /* "NAME" of "[domain NAME]", "" when absent */
     const char *key;
     const char *value;

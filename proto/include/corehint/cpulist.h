@@ -42,8 +42,9 @@ int ch_cpuset_last(const ch_cpuset *s);
 /* members 0..n-1 */
 void ch_cpuset_fill(ch_cpuset *s, unsigned n);
 
-#define ch_cpuset_foreach(cpu, set) \
-    for (int cpu = ch_cpuset_next((set), 0); cpu >= 0; cpu = ch_cpuset_next((set), (unsigned)cpu + 1))
+#define ch_cpuset_foreach(cpu, set)                                                                \
+    for (int cpu = ch_cpuset_next((set), 0); cpu >= 0;                                             \
+         cpu = ch_cpuset_next((set), (unsigned)cpu + 1))
 
 /*
  * Parse exactly len bytes of text.  An empty text is the empty set.  Returns 0, -EINVAL for a

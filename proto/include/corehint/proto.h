@@ -18,14 +18,14 @@
  * line may hold.  A version 1 line (every hello among them) holds at most CH_LINE_MAX_V1. */
 #define CH_LINE_MAX 32768u
 #define CH_LINE_MAX_V1 4096u
-#define CH_SESSION_LEN 16u   /* lowercase hex digits of a session id */
+#define CH_SESSION_LEN 16u /* lowercase hex digits of a session id */
 #define CH_LEASE_MIN_MS 100u
 #define CH_LEASE_MAX_MS 600000u
-#define CH_AGENT_MAX 64u     /* bytes of "agent", NUL excluded */
+#define CH_AGENT_MAX 64u /* bytes of "agent", NUL excluded */
 #define CH_REASON_MAX 64u
 #define CH_CODE_MAX 32u
 #define CH_MESSAGE_MAX 256u
-#define CH_STEAL_MAX 10000u  /* steal_pct_x100: 0..100 % */
+#define CH_STEAL_MAX 10000u /* steal_pct_x100: 0..100 % */
 
 enum ch_msg_type {
     CH_MSG_HELLO,
@@ -48,7 +48,7 @@ enum ch_mode {
 struct ch_hello {
     enum ch_role role;
     char agent[CH_AGENT_MAX + 1];
-    unsigned max_v;      /* highest version the sender speaks; 1 when absent */
+    unsigned max_v; /* highest version the sender speaks; 1 when absent */
     /* host only: the session this hello opens (optional in a version 1 host's hello) */
     uint64_t session;
     bool has_session;
@@ -98,23 +98,23 @@ struct ch_msg {
 /* Why a line was refused.  Each maps to the kebab-case code of an "error" reply. */
 enum ch_decode_err {
     CH_DEC_OK = 0,
-    CH_DEC_TOO_LONG,          /* "line-too-long" */
-    CH_DEC_BAD_JSON,          /* "bad-json": not JSON, trailing bytes, NUL, bad UTF-8 */
-    CH_DEC_NOT_OBJECT,        /* "not-object" */
-    CH_DEC_BAD_VERSION,       /* "bad-version": "v" missing or not a positive integer */
+    CH_DEC_TOO_LONG,            /* "line-too-long" */
+    CH_DEC_BAD_JSON,            /* "bad-json": not JSON, trailing bytes, NUL, bad UTF-8 */
+    CH_DEC_NOT_OBJECT,          /* "not-object" */
+    CH_DEC_BAD_VERSION,         /* "bad-version": "v" missing or not a positive integer */
     CH_DEC_UNSUPPORTED_VERSION, /* "unsupported-version": v > CH_PROTO_VERSION */
-    CH_DEC_BAD_TYPE,          /* "bad-type": "type" missing or not a string */
-    CH_DEC_UNKNOWN_TYPE,      /* "unknown-type" */
-    CH_DEC_MISSING_FIELD,     /* "missing-field" */
-    CH_DEC_BAD_FIELD,         /* "bad-field": wrong JSON type, out of range, too long */
-    CH_DEC_BAD_CPULIST,       /* "bad-cpulist" */
+    CH_DEC_BAD_TYPE,            /* "bad-type": "type" missing or not a string */
+    CH_DEC_UNKNOWN_TYPE,        /* "unknown-type" */
+    CH_DEC_MISSING_FIELD,       /* "missing-field" */
+    CH_DEC_BAD_FIELD,           /* "bad-field": wrong JSON type, out of range, too long */
+    CH_DEC_BAD_CPULIST,         /* "bad-cpulist" */
 };
 
 struct ch_decode_info {
     enum ch_decode_err err;
-    const char *field;  /* the offending field, static storage, or NULL */
-    uint64_t seq;       /* "seq" of the message when it could be read, else 0 */
-    char type[16];      /* "type" when it could be read, else "" */
+    const char *field; /* the offending field, static storage, or NULL */
+    uint64_t seq;      /* "seq" of the message when it could be read, else 0 */
+    char type[16];     /* "type" when it could be read, else "" */
 };
 
 const char *ch_decode_err_code(enum ch_decode_err err);
@@ -148,7 +148,8 @@ void ch_session_format(uint64_t session, char *out);
 /* Convenience constructors; strings are truncated to their field's limit.  Hellos are version
  * 1 (every peer reads them), the rest CH_PROTO_VERSION: set m->v to the negotiated version. */
 void ch_msg_host_hello(struct ch_msg *m, const char *agent);
-void ch_msg_guest_hello(struct ch_msg *m, const char *agent, const ch_cpuset *online, bool writable);
+void ch_msg_guest_hello(struct ch_msg *m, const char *agent, const ch_cpuset *online,
+                        bool writable);
 void ch_msg_hint(struct ch_msg *m, uint64_t seq, const ch_cpuset *cpus, uint32_t lease_ms,
                  const char *reason);
 void ch_msg_status(struct ch_msg *m, uint64_t seq, const ch_cpuset *applied, enum ch_mode mode,
