@@ -646,7 +646,14 @@ int control_stop(struct control *c)
      * with the fallback) when fallback_detach() reaps modprobe: every CPU is restored below. */
     c->has_waiting = false;
     fallback_detach(&c->fb); /* from here modprobe is waited for: the loop is done */
-    fallback_leave(&c->fb);
+    int rc = fallback_leave(&c->fb);
+    if (rc < 0 && rc != -EINPROGRESS) {
+        /* our steal_governor still owns the mask and nobody else will unload it: the EBUSY
+         * mask_restore() would meet is no "someone else's policy" but a failed restore */
+        log_msg(LOG_LVL_ERR, "cannot restore the preferred CPUs: %s did not unload: %s",
+                FALLBACK_MODULE, strerror(-rc));
+        return rc;
+    }
     if (!c->supported || !c->writable)
         return 0;
     /* Written even when every CPU is preferred already: a request of ours may stand behind

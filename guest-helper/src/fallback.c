@@ -369,6 +369,11 @@ int fallback_enter(struct fallback *f, const struct sample *cur, ch_cpuset *appl
     f->kind = f->cfg->fallback;
     if (f->kind != FALLBACK_KERNEL && f->module_ours && unload_module(f->cfg) == 0)
         f->module_ours = false; /* an earlier guestd's, configured differently */
+    /* A kind other than kernel while our modprobe still loads the module (a reload right after
+     * the fallback was entered): unload it once the load is done, or it stays loaded, owning
+     * the mask, under a local governor that can then write nothing. */
+    if (f->kind != FALLBACK_KERNEL && f->child > 0 && f->child_loads)
+        f->leave_after = true;
     switch (f->kind) {
     case FALLBACK_LOCAL:
         break; /* the first step comes with the next interval's sample */
@@ -381,8 +386,10 @@ int fallback_enter(struct fallback *f, const struct sample *cur, ch_cpuset *appl
                         FALLBACK_MODULE);
             break;
         }
-        if (f->child > 0)
-            break;      /* a load or unload still runs; its end decides */
+        if (f->child > 0) {
+            f->leave_after = false; /* (kernel again: a load in flight is wanted after all) */
+            break;                  /* a load or unload still runs; its end decides */
+        }
         load_module(f); /* loaded() falls back to the local governor on failure */
         rc = 0;
         break;

@@ -74,7 +74,14 @@ static int restore(const struct config *cfg)
         log_msg(LOG_LVL_ERR, "cannot restore: %s", strerror(-rc));
         return rc;
     }
-    fallback_unload_module(cfg);
+    if ((rc = fallback_unload_module(cfg)) < 0) {
+        /* our own governor still owns the mask, and nobody else will unload it: the EBUSY
+         * mask_restore() would meet is no "someone else's policy", but a failed restore */
+        log_msg(LOG_LVL_ERR, "cannot restore: %s (loaded by corehint-guestd) did not unload: %s",
+                FALLBACK_MODULE, strerror(-rc));
+        mask_close(&mask);
+        return rc;
+    }
     rc = mask_restore(&mask);
     mask_close(&mask);
     return rc;

@@ -85,10 +85,10 @@ void mask_close(struct mask_backend *m);
 
 /*
  * Shutdown and --restore: release the mask, logged.  Returns 0 when it was released, when
- * there is nothing to release (no mask, or one this process may not write: nobody narrowed
- * it from userspace) and when another owner holds it (EBUSY: an in-kernel policy such as
- * steal_governor, which gives every CPU back itself when it is unloaded); -errno when the
- * release failed otherwise.
+ * there is nothing to release (no mask) and when another owner holds it (EBUSY: an in-kernel
+ * policy such as steal_governor, which gives every CPU back itself when it is unloaded);
+ * -EACCES when this process may not write it (a request another process made may stand);
+ * -errno when the release failed otherwise.  The caller unloads a governor of its own first.
  */
 int mask_restore(const struct mask_backend *m);
 

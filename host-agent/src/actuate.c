@@ -209,6 +209,16 @@ static bool hold_for_hello(struct vm_entry *v, const struct engine *e, uint32_t 
     return true;
 }
 
+/* Every vCPU libvirt shows online for the domain, by id (ids may be sparse: a vCPU hot-removed
+ * or disabled leaves a hole that a count would fill with the wrong number). */
+static void every_vcpu(const struct model_dom *md, ch_cpuset *out)
+{
+    ch_cpuset_zero(out);
+    for (unsigned i = 0; i < md->nvcpu; i++)
+        if (md->vcpu[i].id < CH_CPU_MAX)
+            ch_cpuset_set(out, md->vcpu[i].id);
+}
+
 unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
 {
     uint32_t lease = a->cfg->lease_intervals * a->cfg->interval_ms;
@@ -245,11 +255,8 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
         bool every = widen || cd.mode == CFG_MODE_OBSERVE;
         const char *why = widen ? "stale" : every ? "observe" : pol_reason_name(d->reason);
 
-        if (every) {
-            ch_cpuset_zero(&cpus);
-            for (unsigned c = 0; c < md->nvcpu && c < CH_CPU_MAX; c++)
-                ch_cpuset_set(&cpus, c);
-        }
+        if (every)
+            every_vcpu(md, &cpus);
         /* A domain with no vCPU online to libvirt (one being restored or migrated in) has
          * an empty set: nothing to apply, by either actuator. */
         if (ch_cpuset_empty(&cpus))
@@ -261,9 +268,7 @@ unsigned act_apply(struct actuator *a, const struct engine *e, bool widen)
         if (v->act.agent_applied && v->act.agent_how != CFG_ACT_CHANNEL &&
             (cd.actuator != v->act.agent_how || d->opt_out) && !a->cfg->dry_run) {
             ch_cpuset all;
-            ch_cpuset_zero(&all);
-            for (unsigned c = 0; c < md->nvcpu && c < CH_CPU_MAX; c++)
-                ch_cpuset_set(&all, c);
+            every_vcpu(md, &all);
             if (ch_cpuset_equal(&v->act.agent_cpus, &all))
                 v->act.agent_applied = false;
             else
@@ -444,9 +449,7 @@ unsigned act_release(struct actuator *a, const struct engine *e)
         struct vm_entry *v = &a->reg->vm[i];
         ch_cpuset all, both;
 
-        ch_cpuset_zero(&all);
-        for (unsigned c = 0; c < v->dom->nvcpu && c < CH_CPU_MAX; c++)
-            ch_cpuset_set(&all, c);
+        every_vcpu(v->dom, &all);
         if (ch_cpuset_empty(&all))
             continue;
         if (v->act.agent_applied && !ch_cpuset_equal(&v->act.agent_cpus, &all))

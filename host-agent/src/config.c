@@ -451,7 +451,7 @@ static bool domains_equal(const struct hd_config *a, const struct hd_config *b)
 
         if (strcmp(x->match, y->match) != 0 || x->weight != y->weight || x->opt_out != y->opt_out ||
             x->actuator != y->actuator || x->has_opt_out != y->has_opt_out ||
-            x->has_actuator != y->has_actuator)
+            x->has_actuator != y->has_actuator || x->mode != y->mode || x->has_mode != y->has_mode)
             return false;
     }
     return true;
@@ -494,8 +494,8 @@ int cfg_reload(struct hd_config *cur, struct hd_config *next, bool rw, char *kep
         kept[0] = '\0';
     if (!rw && cfg_needs_write(next)) {
         snprintf(err, errlen,
-                 "it needs libvirt read-write (enforce = cap or a qemu-ga actuator) and hostd "
-                 "opened it read-only: restart hostd to take it");
+                 "it needs libvirt read-write (mode = enforce, enforce = cap or a qemu-ga "
+                 "actuator) and hostd opened it read-only: restart hostd to take it");
         return -EPERM;
     }
     for (size_t i = 0; i < sizeof(restart_only) / sizeof(restart_only[0]); i++) {

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +53,8 @@ static void usage(FILE *out)
         "      --foreground    do not detach; log to stderr\n"
         "      --dump-config   print the configuration in force and exit\n"
         "      --check-config  load and check the file and options, say \"valid\" or why not\n"
-        "                      (exit 0 or 1: file, 2: option), start nothing\n"
+        "                      (exit 0; 1: the file; 2: an option, or settings in conflict),\n"
+        "                      start nothing\n"
         "  -v, --verbose       more logging (twice: debug)\n");
 }
 
@@ -97,29 +99,42 @@ static const struct option options[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* The configuration file, made absolute at the first load: a SIGHUP after daemon() (which
+ * changes to /) must read the same file. */
+static char config_file[PATH_MAX];
+static bool config_explicit;
+
 /*
  * Defaults, then the file, then the command line, into c.  Returns 0, or the exit code (1: the
- * file, 2: an option) with the reason in err.  The first pass (configure) has handled --help,
- * --version and unknown options; SIGHUP calls this again with the same argv.
+ * file cannot be read or holds a bad value; 2: a bad option value, or settings that contradict
+ * each other) with the reason in err.  The first pass (configure) has handled --help, --version and
+ * unknown options; SIGHUP calls this again with the same argv.
  */
 static int load_config(struct hd_config *c, int argc, char **argv, bool *dump, char *err,
                        size_t errlen)
 {
-    const char *file = CFG_DEFAULT_FILE;
-    bool explicit_file = false;
     int opt, rc = 0;
 
     cfg_defaults(c);
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "c:v", options, NULL)) != -1)
-        if (opt == 'c') {
-            file = optarg;
-            explicit_file = true;
-        }
-    if (cfg_load_file(c, file, explicit_file, err, errlen) < 0)
+    if (!config_file[0]) {
+        const char *file = CFG_DEFAULT_FILE;
+
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "c:v", options, NULL)) != -1)
+            if (opt == 'c') {
+                file = optarg;
+                config_explicit = true;
+            }
+        if (!realpath(file, config_file)) /* (missing: the load below says so) */
+            snprintf(config_file, sizeof(config_file), "%s", file);
+    }
+    if (cfg_load_file(c, config_file, config_explicit, err, errlen) < 0)
         return 1;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "c:v", options, NULL)) != -1 && rc == 0) {
+    /* every option is scanned, none applied after an error: getopt is left at the end */
+    while ((opt = getopt_long(argc, argv, "c:v", options, NULL)) != -1) {
+        if (rc < 0)
+            continue;
         switch (opt) {
         case OPT_CONNECT:
             rc = cfg_set(c, "connect", optarg, err, errlen);
