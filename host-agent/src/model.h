@@ -43,13 +43,13 @@ struct model_dom {
     struct snap_policy policy;   /* per-VM policy from the domain's metadata */
     ch_cpuset housekeeping;      /* from the guest's hello; empty: unknown */
     bool acked;                  /* the guest acknowledged hints in host mode (snapshot.h) */
+    bool has_hinted;             /* hinted is known */
     ch_cpuset applied;           /* the set it reported applied, when acked */
-    bool has_hinted;
-    ch_cpuset hinted;         /* the set it is judged against, when known (snapshot.h) */
-    unsigned nvcpu;           /* online vCPUs */
-    struct model_vcpu *vcpu;  /* sorted by id */
-    double run, wait, demand; /* sums over the vCPUs, in CPUs */
-    bool measured;            /* every vCPU has a previous sample to compare with */
+    ch_cpuset hinted;            /* the set it is judged against, when known (snapshot.h) */
+    unsigned nvcpu;              /* online vCPUs */
+    struct model_vcpu *vcpu;     /* sorted by id */
+    double run, wait, demand;    /* sums over the vCPUs, in CPUs */
+    bool measured;               /* every vCPU has a previous sample to compare with */
     unsigned pool;
     struct hd_pset span; /* union of its vCPUs' affinities */
     unsigned nspan;      /* members of span below the model's npcpu */

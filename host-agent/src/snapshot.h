@@ -84,12 +84,12 @@ struct snap_dom {
      * not gone silent (or qemu-ga carried the last one out); applied is the set it reported.
      * Compliance is judged only when acked, against hinted, not applied: what a guest says it
      * applied is only its word. */
-    bool acked;
-    ch_cpuset applied;
-    /* The set the guest is judged against (has_hinted; a trace without it: the last
+    /* hinted: the set the guest is judged against (has_hinted; a trace without it: the last
      * decision): the last hint once its status acknowledges that hint, else what it applied
      * (a guest still applying a newer hint is not held to it yet). */
+    bool acked;
     bool has_hinted;
+    ch_cpuset applied;
     ch_cpuset hinted;
     unsigned nvcpu;
     struct snap_vcpu *vcpu; /* sorted by id */
