@@ -16,6 +16,7 @@
 
 #include "corehint/file.h"
 #include "mask.h"
+#include "sample.h"
 
 /* In-kernel policies that claim the mask while loaded (cpu_preferred_claim()): a module
  * directory under <sysfs>/module/ means the file answers writes with EBUSY. */
@@ -26,21 +27,6 @@ struct mask_sysfs {
     char online[PATH_MAX];
     char module_dir[PATH_MAX];
 };
-
-static int read_cpulist(const char *path, ch_cpuset *out)
-{
-    char *buf;
-    size_t len;
-    int rc = ch_read_file(path, CH_CPULIST_MAX_LEN + 1, &buf, &len);
-
-    ch_cpuset_zero(out);
-    if (rc == 0)
-        rc = ch_cpulist_parse_sysfs(buf, len, out);
-    else if (rc > 0)
-        rc = -EFBIG;
-    free(buf);
-    return rc;
-}
 
 static bool is_supported(const struct mask_sysfs *s)
 {
@@ -96,7 +82,7 @@ static void sysfs_probe(void *ctx, struct mask_probe *out)
 static int sysfs_read(void *ctx, ch_cpuset *out)
 {
     const struct mask_sysfs *s = ctx;
-    return read_cpulist(s->preferred, out);
+    return sample_read_cpulist(s->preferred, out);
 }
 
 /* The whole cpulist and "\n" in one write(); write and close checked; read back. */
@@ -124,7 +110,7 @@ static int write_now(const struct mask_sysfs *s, const ch_cpuset *set)
         rc = -errno;
     if (rc < 0)
         return rc;
-    if ((rc = read_cpulist(s->preferred, &now)) < 0)
+    if ((rc = sample_read_cpulist(s->preferred, &now)) < 0)
         return rc;
     return ch_cpuset_equal(&now, set) ? 0 : -EIO;
 }
@@ -134,7 +120,7 @@ static int sysfs_write(void *ctx, const ch_cpuset *set)
     const struct mask_sysfs *s = ctx;
     ch_cpuset now;
 
-    if (read_cpulist(s->preferred, &now) == 0 && ch_cpuset_equal(&now, set))
+    if (sample_read_cpulist(s->preferred, &now) == 0 && ch_cpuset_equal(&now, set))
         return 1;
     return write_now(s, set);
 }
@@ -143,7 +129,7 @@ static int sysfs_release(void *ctx)
 {
     const struct mask_sysfs *s = ctx;
     ch_cpuset online;
-    int rc = read_cpulist(s->online, &online);
+    int rc = sample_read_cpulist(s->online, &online);
 
     if (rc == 0 && ch_cpuset_empty(&online))
         rc = -EINVAL;
@@ -177,12 +163,6 @@ static const struct mask_ops sysfs_ops = {
     .close = sysfs_close,
 };
 
-static int join(char *dst, const char *root, const char *rel)
-{
-    int n = snprintf(dst, PATH_MAX, "%s%s", root, rel);
-    return n < 0 || n >= PATH_MAX ? -ENAMETOOLONG : 0;
-}
-
 int mask_sysfs_open(struct mask_backend *m, const char *sysfs_root)
 {
     struct mask_sysfs *s = calloc(1, sizeof(*s));
@@ -191,9 +171,9 @@ int mask_sysfs_open(struct mask_backend *m, const char *sysfs_root)
     m->ctx = NULL;
     if (!s)
         return -ENOMEM;
-    if (join(s->preferred, sysfs_root, "/devices/system/cpu/preferred") < 0 ||
-        join(s->online, sysfs_root, "/devices/system/cpu/online") < 0 ||
-        join(s->module_dir, sysfs_root, "/module") < 0) {
+    if (sample_join(s->preferred, sysfs_root, "/devices/system/cpu/preferred") < 0 ||
+        sample_join(s->online, sysfs_root, "/devices/system/cpu/online") < 0 ||
+        sample_join(s->module_dir, sysfs_root, "/module") < 0) {
         free(s);
         return -ENAMETOOLONG;
     }

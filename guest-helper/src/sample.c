@@ -8,7 +8,7 @@
 
 #include "corehint/file.h"
 
-static int join(char *dst, const char *root, const char *rel)
+int sample_join(char *dst, const char *root, const char *rel)
 {
     int n = snprintf(dst, PATH_MAX, "%s%s", root, rel);
     return n < 0 || n >= PATH_MAX ? -ENAMETOOLONG : 0;
@@ -17,14 +17,14 @@ static int join(char *dst, const char *root, const char *rel)
 int sample_init(struct sampler *s, const char *sysfs_root, const char *proc_root)
 {
     memset(s, 0, sizeof(*s));
-    if (join(s->online, sysfs_root, "/devices/system/cpu/online") < 0 ||
-        join(s->cpu_dir, sysfs_root, "/devices/system/cpu") < 0 ||
-        join(s->proc_stat, proc_root, "/stat") < 0)
+    if (sample_join(s->online, sysfs_root, "/devices/system/cpu/online") < 0 ||
+        sample_join(s->cpu_dir, sysfs_root, "/devices/system/cpu") < 0 ||
+        sample_join(s->proc_stat, proc_root, "/stat") < 0)
         return -ENAMETOOLONG;
     return 0;
 }
 
-static int read_cpulist(const char *path, ch_cpuset *out)
+int sample_read_cpulist(const char *path, ch_cpuset *out)
 {
     char *buf;
     size_t len;
@@ -41,7 +41,7 @@ static int read_cpulist(const char *path, ch_cpuset *out)
 
 int sample_read_online(const struct sampler *s, ch_cpuset *out)
 {
-    int rc = read_cpulist(s->online, out);
+    int rc = sample_read_cpulist(s->online, out);
     if (rc == 0 && ch_cpuset_empty(out))
         return -EINVAL;
     return rc;
@@ -56,7 +56,7 @@ void sample_read_isolated(const struct sampler *s, ch_cpuset *out)
     ch_cpuset_zero(out);
     for (unsigned i = 0; i < 2; i++) {
         int n = snprintf(path, sizeof(path), "%s/%s", s->cpu_dir, files[i]);
-        if (n > 0 && (size_t)n < sizeof(path) && read_cpulist(path, &set) == 0)
+        if (n > 0 && (size_t)n < sizeof(path) && sample_read_cpulist(path, &set) == 0)
             ch_cpuset_or(out, out, &set);
     }
 }
@@ -72,7 +72,7 @@ int sample_read_topology(const struct sampler *s, const ch_cpuset *online, struc
             snprintf(path, sizeof(path), "%s/cpu%d/topology/thread_siblings_list", s->cpu_dir, cpu);
         if (n < 0 || (size_t)n >= sizeof(path))
             return -ENAMETOOLONG;
-        int rc = read_cpulist(path, &sib);
+        int rc = sample_read_cpulist(path, &sib);
         if (rc == -ENOENT)
             continue;
         if (rc < 0)

@@ -22,6 +22,11 @@ struct sampler {
 };
 
 /* Returns -ENAMETOOLONG when a path does not fit. */
+/* dst = root + rel, at most PATH_MAX; -ENAMETOOLONG when it does not fit (also the sysfs mask
+ * backend's). */
+int sample_join(char *dst, const char *root, const char *rel);
+/* A sysfs cpulist file (one line) into *out; -errno, -EFBIG when longer than any cpulist. */
+int sample_read_cpulist(const char *path, ch_cpuset *out);
 int sample_init(struct sampler *s, const char *sysfs_root, const char *proc_root);
 
 int sample_read_online(const struct sampler *s, ch_cpuset *out);
